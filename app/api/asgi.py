@@ -1,0 +1,76 @@
+"""The Starlette application: GraphQL over HTTP and WebSocket at /graphql, and /healthz."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse
+from starlette.routing import Route, WebSocketRoute
+from strawberry.asgi import GraphQL
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+
+from app.api.context import Context
+from app.api.schema import build_schema
+from app.health import check_health
+from app.services import Services
+from app.settings import Settings
+
+
+class NewsaggGraphQL(GraphQL[Context, None]):
+    def __init__(self, services_ref: dict[str, Services], settings: Settings) -> None:
+        super().__init__(
+            build_schema(settings),
+            graphql_ide="graphiql" if settings.graphiql else None,
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
+            allowed_origins=settings.allowed_origins,
+            keep_alive=True,
+            keep_alive_interval=15,
+        )
+        self._services = services_ref
+
+    async def get_context(self, request: Any, response: Any = None) -> Context:
+        return Context.create(self._services["services"], request, response)
+
+
+def create_app(settings: Settings, services: Services | None = None) -> Starlette:
+    """`services` given: the caller owns them (tests). Otherwise the lifespan opens and closes them."""
+    holder: dict[str, Services] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        owned = services is None
+        holder["services"] = services or Services.open(settings)
+        try:
+            yield
+        finally:
+            if owned:
+                await holder["services"].close()
+
+    async def healthz(request: Request) -> JSONResponse:
+        current = holder["services"]
+        report = await check_health(current.engine, current.redis)
+        body = {
+            "ok": report.ok,
+            "database": {"ok": report.database.ok, "latency_ms": report.database.latency_ms,
+                         "error": report.database.error},
+            "redis": {"ok": report.redis.ok, "latency_ms": report.redis.latency_ms, "error": report.redis.error},
+        }  # fmt: skip
+        return JSONResponse(body, status_code=200 if report.ok else 503)
+
+    async def root(request: Request) -> RedirectResponse:
+        return RedirectResponse("/graphql")
+
+    graphql_app = NewsaggGraphQL(holder, settings)
+    return Starlette(
+        routes=[
+            Route("/", root),
+            Route("/healthz", healthz),
+            Route("/graphql", graphql_app),
+            WebSocketRoute("/graphql", graphql_app),
+        ],
+        lifespan=lifespan,
+    )

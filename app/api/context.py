@@ -1,0 +1,27 @@
+"""What every resolver gets as `info.context`: the process's services and this request's loaders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from strawberry.types import Info as StrawberryInfo
+
+from app.api.loaders import Loaders
+from app.services import Services
+
+
+@dataclass
+class Context:
+    services: Services
+    loaders: Loaders
+    request: Any = None
+    response: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, services: Services, request: Any = None, response: Any = None) -> Context:
+        return cls(services=services, loaders=Loaders.for_request(services.db), request=request, response=response)
+
+
+Info = StrawberryInfo[Context, None]

@@ -1,0 +1,1 @@
+"""One module per mutation, noun first (sourceCreate, ...), each with its own error type and code enum."""

@@ -1,0 +1,102 @@
+"""Root query fields: sources and articles, as Relay connections and by id."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from strawberry import relay
+
+from app.api.context import Info
+from app.api.errors import bad_cursor
+from app.api.relay import build_connection, decode_cursor, id_of, page_size
+from app.api.types.article import ArticleNode
+from app.api.types.enums import SourceStatusEnum
+from app.api.types.source import SourceNode
+from app.articles import repository as articles
+from app.health import check_health
+from app.sources import repository as sources
+
+
+@strawberry.type(description="Whether this API process reaches its database and Redis.")
+class Health:
+    ok: bool
+    database: bool
+    redis: bool
+    database_latency_ms: float
+    redis_latency_ms: float
+
+
+def _size(info: Info, first: int | None) -> int:
+    settings = info.context.services.settings
+    return page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
+
+
+@strawberry.type
+class Query:
+    node: relay.Node | None = relay.node(description="Any object by its global id.")
+
+    @strawberry.field(description="Sources in the order they were added.")
+    async def sources(
+        self,
+        info: Info,
+        first: int | None = None,
+        after: str | None = None,
+        status: SourceStatusEnum | None = None,  # type: ignore[valid-type]
+    ) -> relay.Connection[SourceNode]:
+        size = _size(info, first)
+        after_id = int(decode_cursor("source", after, 1)[0]) if after else None
+        async with info.context.services.db() as session:
+            rows = await sources.list_sources(session, limit=size + 1, after_id=after_id, status=status)
+        return build_connection(
+            rows, size=size, had_cursor=after is not None, kind="source",
+            key=lambda s: [s.id], node=SourceNode.from_model,
+        )  # fmt: skip
+
+    @strawberry.field(description="One source by global id.")
+    async def source(self, info: Info, id: relay.GlobalID) -> SourceNode | None:
+        node = await id.resolve_node(info)
+        return node if isinstance(node, SourceNode) else None
+
+    @strawberry.field(description="Articles, newest first; `sourceId` narrows them to one source.")
+    async def articles(
+        self,
+        info: Info,
+        first: int | None = None,
+        after: str | None = None,
+        source_id: relay.GlobalID | None = None,
+    ) -> relay.Connection[ArticleNode]:
+        size = _size(info, first)
+        key = decode_cursor("article", after, 2) if after else None
+        after_key = _article_key(key) if key else None
+        source = id_of(source_id, "Source", "sourceId") if source_id else None
+        async with info.context.services.db() as session:
+            rows = await articles.latest_articles(session, limit=size + 1, after=after_key, source_id=source)
+        return build_connection(
+            rows, size=size, had_cursor=after is not None, kind="article",
+            key=lambda a: [a.published_at.isoformat(), a.id], node=ArticleNode.from_model,
+        )  # fmt: skip
+
+    @strawberry.field(description="One article by global id.")
+    async def article(self, info: Info, id: relay.GlobalID) -> ArticleNode | None:
+        node = await id.resolve_node(info)
+        return node if isinstance(node, ArticleNode) else None
+
+    @strawberry.field(description="Database and Redis reachability of the process answering.")
+    async def health(self, info: Info) -> Health:
+        services = info.context.services
+        report = await check_health(services.engine, services.redis)
+        return Health(
+            ok=report.ok,
+            database=report.database.ok,
+            redis=report.redis.ok,
+            database_latency_ms=report.database.latency_ms,
+            redis_latency_ms=report.redis.latency_ms,
+        )
+
+
+def _article_key(key: list[object]) -> tuple[datetime, int]:
+    try:
+        return datetime.fromisoformat(str(key[0])), int(str(key[1]))
+    except ValueError as error:
+        raise bad_cursor() from error

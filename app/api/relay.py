@@ -1,0 +1,80 @@
+"""Relay connections over keyset pagination: opaque cursors, `first` capped, pageInfo from one extra row."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from strawberry import relay
+
+from app.api.errors import bad_argument, bad_cursor
+
+T = TypeVar("T", bound=relay.Node)
+M = TypeVar("M")
+
+
+def encode_cursor(kind: str, key: Sequence[Any]) -> str:
+    raw = json.dumps([kind, *key], separators=(",", ":"), default=str)
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(kind: str, cursor: str, arity: int) -> list[Any]:
+    """The key a cursor of `kind` carries; a BAD_CURSOR error for anything else."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (binascii.Error, ValueError, UnicodeDecodeError) as error:
+        raise bad_cursor() from error
+    if not isinstance(value, list) or len(value) != arity + 1 or value[0] != kind:
+        raise bad_cursor()
+    return value[1:]
+
+
+def database_id(node_id: Any) -> int:
+    """The row id inside a global id; ids are positive bigints, so anything else (forged) matches nothing."""
+    try:
+        value = int(node_id)
+    except (TypeError, ValueError):
+        return -1
+    return value if 0 < value < 2**63 else -1
+
+
+def id_of(global_id: relay.GlobalID, type_name: str, argument: str) -> int:
+    """The row id of a global id that must name a `type_name`."""
+    if global_id.type_name != type_name:
+        raise bad_argument(f"`{argument}` must be the id of a {type_name}")
+    return database_id(global_id.node_id)
+
+
+def page_size(first: int | None, *, default: int, maximum: int) -> int:
+    if first is None:
+        return default
+    if first < 0 or first > maximum:
+        raise bad_argument(f"`first` must be between 0 and {maximum}, got {first}")
+    return first
+
+
+def build_connection(
+    rows: Sequence[M],
+    *,
+    size: int,
+    had_cursor: bool,
+    kind: str,
+    key: Callable[[M], Sequence[Any]],
+    node: Callable[[M], T],
+) -> relay.Connection[T]:
+    """`rows` holds up to size + 1 items: the extra one only says there is a next page."""
+    page = rows[:size]
+    edges = [relay.Edge(cursor=encode_cursor(kind, key(row)), node=node(row)) for row in page]
+    return relay.Connection(
+        edges=edges,
+        page_info=relay.PageInfo(
+            has_next_page=len(rows) > size,
+            has_previous_page=had_cursor,
+            start_cursor=edges[0].cursor if edges else None,
+            end_cursor=edges[-1].cursor if edges else None,
+        ),
+    )

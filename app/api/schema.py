@@ -1,0 +1,50 @@
+"""The strawberry schema: queries, mutations, subscriptions, and the limits every document must respect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import strawberry
+from strawberry.extensions import (
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    ValidationCache,
+)
+
+from app.api.mutations.source_create import SourceCreatePayload, source_create
+from app.api.queries import Query
+from app.api.subscriptions import Subscription
+from app.api.types.article import ArticleNode
+from app.api.types.source import SourceNode
+from app.settings import Settings
+
+
+@strawberry.type
+class Mutation:
+    source_create: SourceCreatePayload = strawberry.mutation(
+        resolver=source_create, description="Add a feed to crawl (administrators only once accounts exist)."
+    )
+
+
+def build_schema(settings: Settings) -> strawberry.Schema:
+    extensions = _extensions(settings)
+    return strawberry.Schema(
+        query=Query,
+        mutation=Mutation,
+        subscription=Subscription,
+        types=[SourceNode, ArticleNode],
+        extensions=extensions,
+    )
+
+
+def _extensions(settings: Settings) -> list[Any]:
+    """Instances, not classes: the parser and validation caches must outlive a request."""
+    return [
+        MaxTokensLimiter(max_token_count=settings.query_max_tokens),
+        ParserCache(maxsize=256),
+        MaxAliasesLimiter(max_alias_count=settings.query_max_aliases),
+        QueryDepthLimiter(max_depth=settings.query_max_depth),
+        ValidationCache(maxsize=256),
+    ]

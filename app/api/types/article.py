@@ -1,0 +1,61 @@
+"""The Article node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+import strawberry
+from strawberry import relay
+
+from app.api.context import Info
+from app.api.relay import database_id
+from app.api.scalars import BigInt
+from app.api.types.source import SourceNode
+from app.articles.models import Article
+
+
+@strawberry.type(name="Article", description="One article, stored once per URL.")
+class ArticleNode(relay.Node):
+    id: relay.NodeID[int]
+    url: str
+    title: str
+    summary: str = strawberry.field(description="Plain text: tags, scripts and styles removed.")
+    author: str | None
+    published_at: datetime = strawberry.field(description="As the feed says; clamped to the fetch time.")
+    crawled_at: datetime
+    language: str | None
+    topics: list[str]
+    content_hash: BigInt = strawberry.field(  # type: ignore[valid-type]
+        description="64-bit hash of the normalized title and summary: equal for exact copies."
+    )
+    source_id: strawberry.Private[int]
+
+    @strawberry.field(description="The source that published this article.")
+    async def source(self, info: Info) -> SourceNode:
+        row = await info.context.loaders.source_by_id.load(self.source_id)
+        assert row is not None  # articles.source_id is a foreign key
+        return SourceNode.from_model(row)
+
+    @classmethod
+    def from_model(cls, row: Article) -> ArticleNode:
+        return cls(
+            id=row.id,
+            url=row.url,
+            title=row.title,
+            summary=row.summary,
+            author=row.author,
+            published_at=row.published_at,
+            crawled_at=row.crawled_at,
+            language=row.language,
+            topics=list(row.topics),
+            content_hash=row.content_hash,
+            source_id=row.source_id,
+        )
+
+    @classmethod
+    async def resolve_nodes(  # type: ignore[override]
+        cls, *, info: Info, node_ids: Iterable[str], required: bool = False
+    ) -> Iterable[ArticleNode | None]:
+        rows = await info.context.loaders.article_by_id.load_many([database_id(i) for i in node_ids])
+        return [cls.from_model(r) if r else None for r in rows]

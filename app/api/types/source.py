@@ -1,0 +1,78 @@
+"""The Source node and its crawl state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+import strawberry
+from strawberry import relay
+
+from app.api.context import Info
+from app.api.relay import database_id
+from app.api.types.enums import CircuitEnum, CrawlClaimEnum, SourceKindEnum, SourceStatusEnum
+from app.sources.models import CrawlSchedule, Source
+
+
+@strawberry.type(description="When a source is fetched next and how its recent fetches went.")
+class CrawlState:
+    next_crawl_at: datetime
+    claim: CrawlClaimEnum  # type: ignore[valid-type]
+    last_fetched_at: datetime | None
+    consecutive_failures: int
+    circuit: CircuitEnum  # type: ignore[valid-type]
+    articles_per_hour: float = strawberry.field(description="EMA of the source's publishing rate.")
+    last_error: str | None
+
+    @classmethod
+    def from_model(cls, row: CrawlSchedule) -> CrawlState:
+        return cls(
+            next_crawl_at=row.next_crawl_at,
+            claim=row.status,
+            last_fetched_at=row.last_fetched_at,
+            consecutive_failures=row.consecutive_failures,
+            circuit=row.circuit,
+            articles_per_hour=row.articles_per_hour,
+            last_error=row.last_error,
+        )
+
+
+@strawberry.type(name="Source", description="A feed newsagg crawls.")
+class SourceNode(relay.Node):
+    id: relay.NodeID[int]
+    feed_url: str
+    site_url: str | None
+    name: str
+    kind: SourceKindEnum  # type: ignore[valid-type]
+    category: str | None
+    language: str | None
+    authority: float = strawberry.field(description="Credibility from 0 to 1; ranks the source's stories.")
+    status: SourceStatusEnum  # type: ignore[valid-type]
+    created_at: datetime
+
+    @strawberry.field(description="Scheduling and health of this source's crawl.")
+    async def crawl(self, info: Info) -> CrawlState | None:
+        row = await info.context.loaders.crawl_schedule_by_source_id.load(self.id)
+        return CrawlState.from_model(row) if row else None
+
+    @classmethod
+    def from_model(cls, row: Source) -> SourceNode:
+        return cls(
+            id=row.id,
+            feed_url=row.feed_url,
+            site_url=row.site_url,
+            name=row.name,
+            kind=row.kind,
+            category=row.category,
+            language=row.language,
+            authority=row.authority,
+            status=row.status,
+            created_at=row.created_at,
+        )
+
+    @classmethod
+    async def resolve_nodes(  # type: ignore[override]
+        cls, *, info: Info, node_ids: Iterable[str], required: bool = False
+    ) -> Iterable[SourceNode | None]:
+        rows = await info.context.loaders.source_by_id.load_many([database_id(i) for i in node_ids])
+        return [cls.from_model(r) if r else None for r in rows]

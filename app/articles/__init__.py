@@ -1,0 +1,1 @@
+"""Articles: one row per URL, as parsed from a source's feed."""

@@ -1,0 +1,1 @@
+"""Persistence plumbing: the declarative base, engines, sessions and migrations."""

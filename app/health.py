@@ -1,0 +1,49 @@
+"""Is this process able to serve: the database and Redis answer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+CHECK_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    ok: bool
+    latency_ms: float
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HealthReport:
+    database: Check
+    redis: Check
+
+    @property
+    def ok(self) -> bool:
+        return self.database.ok and self.redis.ok
+
+
+async def _timed(probe: object) -> Check:
+    started = time.perf_counter()
+    try:
+        await asyncio.wait_for(probe, CHECK_TIMEOUT_S)  # type: ignore[arg-type]
+    except Exception as error:
+        return Check(False, (time.perf_counter() - started) * 1000, f"{type(error).__name__}: {error}")
+    return Check(True, round((time.perf_counter() - started) * 1000, 2))
+
+
+async def _database(engine: AsyncEngine) -> None:
+    async with engine.connect() as connection:
+        await connection.execute(text("SELECT 1"))
+
+
+async def check_health(engine: AsyncEngine, redis: Redis) -> HealthReport:
+    database, cache = await asyncio.gather(_timed(_database(engine)), _timed(redis.ping()))
+    return HealthReport(database=database, redis=cache)

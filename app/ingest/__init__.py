@@ -1,0 +1,1 @@
+"""Ingest: fetch a source's feed, parse it to a normalized model, store new articles once."""

@@ -1,0 +1,132 @@
+"""Feed bytes to a normalized model with feedparser (RSS 0.9x/1.0/2.0, Atom, JSON Feed)."""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import feedparser
+
+from app.ingest.text import html_to_text
+from app.ingest.urls import InvalidUrl, normalize_url
+
+# A DOCTYPE's internal subset is where entity bombs live; feeds never need it.
+_DOCTYPE = re.compile(rb"<!DOCTYPE\s[^\[>]*(?:\[.*?\]\s*)?>", re.IGNORECASE | re.DOTALL)
+_PROLOG_BYTES = 4096
+
+
+class FeedParseError(ValueError):
+    """The body is not a feed we can read (an HTML page, a truncated download, garbage)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedEntry:
+    external_id: str
+    url: str
+    title: str
+    summary: str
+    author: str | None
+    published_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFeed:
+    title: str | None
+    site_url: str | None
+    language: str | None
+    entries: list[ParsedEntry] = field(default_factory=list)
+    skipped: int = 0  # entries without a usable link or title
+    bozo: str | None = None  # feedparser's complaint, when it still recovered entries
+
+
+def strip_doctype(body: bytes) -> bytes:
+    start = body.find(b"<!", 0, _PROLOG_BYTES)
+    if start < 0 or body[start : start + 9].upper() != b"<!DOCTYPE":
+        return body
+    return _DOCTYPE.sub(b"", body, count=1)
+
+
+def parse_feed(
+    body: bytes, *, feed_url: str, content_type: str | None, fetched_at: datetime, limits: TextLimits
+) -> ParsedFeed:
+    """Blocking: call through `asyncio.to_thread`."""
+    headers = {"content-location": feed_url, "content-type": content_type or "application/xml"}
+    result = feedparser.parse(strip_doctype(body), response_headers=headers, sanitize_html=False)
+    bozo = str(result.get("bozo_exception")) if result.get("bozo") else None
+    if not result.entries and (bozo or not result.get("version")):
+        raise FeedParseError(_describe_failure(body, result, bozo))
+    entries: list[ParsedEntry] = []
+    for raw in result.entries:
+        entry = _entry(raw, feed_url=feed_url, fetched_at=fetched_at, limits=limits)
+        if entry is not None:
+            entries.append(entry)
+    meta = result.feed
+    return ParsedFeed(
+        title=html_to_text(meta.get("title", ""), limits.title) or None,
+        site_url=_safe_url(meta.get("link"), feed_url),
+        language=(meta.get("language") or None),
+        entries=entries,
+        skipped=len(result.entries) - len(entries),
+        bozo=bozo,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TextLimits:
+    title: int
+    summary: int
+
+
+def _entry(raw: Any, *, feed_url: str, fetched_at: datetime, limits: TextLimits) -> ParsedEntry | None:
+    url = _safe_url(raw.get("link"), feed_url)
+    title = html_to_text(raw.get("title", ""), limits.title)
+    if url is None or not title:
+        return None
+    summary_html = raw.get("summary") or _first_content(raw) or ""
+    return ParsedEntry(
+        external_id=(raw.get("id") or raw.get("guid") or url).strip()[:2000],
+        url=url,
+        title=title,
+        summary=html_to_text(summary_html, limits.summary),
+        author=(raw.get("author") or None),
+        published_at=_published(raw, fetched_at),
+    )
+
+
+def _first_content(raw: Any) -> str | None:
+    content = raw.get("content") or []
+    return str(content[0].get("value", "")) if content else None
+
+
+def _safe_url(link: str | None, base: str) -> str | None:
+    if not link:
+        return None
+    try:
+        return normalize_url(link, base=base)
+    except InvalidUrl:
+        return None
+
+
+def _published(raw: Any, fetched_at: datetime) -> datetime:
+    """published | updated | fetch time; a date in the future is clamped to the fetch time."""
+    parsed: time.struct_time | None = raw.get("published_parsed") or raw.get("updated_parsed")
+    if parsed is None:
+        return fetched_at
+    try:
+        when = datetime.fromtimestamp(calendar.timegm(parsed), tz=UTC)
+    except (OverflowError, ValueError, OSError):
+        return fetched_at
+    return min(when, fetched_at)
+
+
+def _describe_failure(body: bytes, result: Any, bozo: str | None) -> str:
+    head = body[:512].lstrip().lower()
+    if head.startswith((b"<!doctype html", b"<html")) or b"<html" in head:
+        return "an HTML page, not a feed"
+    if not body.strip():
+        return "empty body"
+    return f"not a readable feed: {bozo or 'no entries and no feed version'}"

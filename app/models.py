@@ -1,0 +1,25 @@
+"""Every table, imported once so the metadata (and Alembic) sees the whole data model."""
+
+from app.articles.models import Article
+from app.db.base import Base
+from app.outbox.models import OutboxEvent
+from app.sources.models import CrawlSchedule, FetchLog, Source
+from app.stories.models import StoryCluster
+from app.users.models import ApiKey, ReadEvent, SourceFollow, SourceMute, TopicFollow, User, UserInterest
+
+__all__ = [
+    "ApiKey",
+    "Article",
+    "Base",
+    "CrawlSchedule",
+    "FetchLog",
+    "OutboxEvent",
+    "ReadEvent",
+    "Source",
+    "SourceFollow",
+    "SourceMute",
+    "StoryCluster",
+    "TopicFollow",
+    "User",
+    "UserInterest",
+]

@@ -1,0 +1,1 @@
+"""Real-time fan-out: events published on Redis pub/sub reach every API process and its subscribers."""

@@ -1,0 +1,1 @@
+"""Running newsagg: embedded servers, the `up` supervisor, demo replay."""

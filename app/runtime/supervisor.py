@@ -1,0 +1,180 @@
+"""`newsagg up`: one process tree for the whole system, stopped in order by Ctrl-C or SIGTERM.
+
+Order of start: home lock → embedded PostgreSQL and Redis (only for URLs not configured) → migrations → demo feed
+server and its sources (demo mode) → API and worker processes. Stop runs the same list backwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from app.db.engine import create_engine, session_factory
+from app.db.migrate import upgrade_sync
+from app.runtime.demo import DemoFeedServer
+from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
+from app.runtime.processes import child_setup, port_is_free, wait_child
+from app.settings import Settings
+from app.sources.service import SourceRequest, create_source
+
+log = logging.getLogger(__name__)
+
+
+class HomeInUse(RuntimeError):
+    """Another `newsagg up` runs on this NEWSAGG_HOME."""
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    host: str
+    port: int
+    demo: Path | None = None
+
+
+@contextlib.contextmanager
+def home_lock(home: Path) -> Iterator[None]:
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / "newsagg.lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as error:
+            raise HomeInUse(f"another `newsagg up` is using {home}; give this one another NEWSAGG_HOME") from error
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+
+
+@contextlib.contextmanager
+def embedded_servers(settings: Settings) -> Iterator[dict[str, str]]:
+    """Start what is not configured; yield the URLs to hand to children; stop them on exit."""
+    urls: dict[str, str] = {}
+    with contextlib.ExitStack() as stack:
+        if not settings.database_url:
+            postgres = EmbeddedPostgres(settings.home / "postgres")
+            stack.callback(postgres.stop)
+            postgres.start()
+            _ensure_database(postgres, settings.embedded_database_name)
+            urls["DATABASE_URL"] = postgres.url(settings.embedded_database_name)
+        if not settings.redis_url:
+            redis = EmbeddedRedis(settings.home / "redis")
+            stack.callback(redis.stop)
+            redis.start()
+            urls["REDIS_URL"] = redis.url()
+        yield urls
+
+
+def _ensure_database(postgres: EmbeddedPostgres, name: str) -> None:
+    import asyncpg
+
+    async def create() -> None:
+        connection = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{postgres.port}/postgres")
+        try:
+            if not await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
+                await connection.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await connection.close()
+
+    asyncio.run(create())
+
+
+class _Stop:
+    """Set by SIGTERM/SIGINT; the main loop notices and shuts everything down in order."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if not self.requested:
+            log.info("received %s: stopping", signal.Signals(signum).name)
+        self.requested = True
+
+
+def run_up(settings: Settings, options: UpOptions) -> int:
+    stop = _Stop()
+    with home_lock(settings.home), embedded_servers(settings) as urls, contextlib.ExitStack() as stack:
+        env = {**os.environ, **urls, "NEWSAGG_HOME": str(settings.home)}
+        effective = settings.model_copy(update={"database_url": env.get("DATABASE_URL") or settings.database_url,
+                                                "redis_url": env.get("REDIS_URL") or settings.redis_url})  # fmt: skip
+        assert effective.database_url is not None
+        upgrade_sync(effective.database_url)
+        if options.demo is not None:
+            demo = _start_demo(settings.home, options.demo)
+            stack.callback(demo.stop)
+            env["NEWSAGG_ALLOW_LOOPBACK_SOURCES"] = "true"
+            asyncio.run(_register_demo_sources(effective.model_copy(update={"allow_loopback_sources": True}), demo))
+        children = _start_children(env, options)
+        stack.callback(_stop_children, children)
+        _write_pids(settings.home, children)
+        print(f"newsagg is up: GraphQL (GraphiQL, HTTP, WebSocket) at http://{options.host}:{options.port}/graphql",
+              flush=True)  # fmt: skip
+        return _watch(children, stop)
+
+
+def _start_demo(home: Path, folder: Path) -> DemoFeedServer:
+    """Reuse the last demo port when free, so restarting `up --demo` finds the sources it registered."""
+    port_file = home / "demo.port"
+    previous = int(port_file.read_text()) if port_file.exists() and port_file.read_text().isdigit() else 0
+    server = DemoFeedServer(folder, previous if previous and port_is_free(previous) else 0).start()
+    port_file.write_text(str(server.port))
+    return server
+
+
+async def _register_demo_sources(settings: Settings, demo: DemoFeedServer) -> None:
+    engine = create_engine(settings)
+    try:
+        async with session_factory(engine).begin() as session:
+            for feed in demo.feeds.values():
+                request = SourceRequest(feed_url=demo.url(feed), name=feed.path.strip("/"), category="demo")
+                await create_source(session, settings, request, existing_ok=True)
+    finally:
+        await engine.dispose()
+    log.info("demo: %d sources registered", len(demo.feeds))
+
+
+def _start_children(env: dict[str, str], options: UpOptions) -> dict[str, subprocess.Popen[bytes]]:
+    python = [sys.executable, "-m", "app"]
+    commands = {
+        "api": [*python, "api", "--host", options.host, "--port", str(options.port)],
+        "worker": [*python, "worker"],
+    }
+    return {
+        name: subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, preexec_fn=child_setup(signal.SIGTERM))
+        for name, command in commands.items()
+    }
+
+
+def _write_pids(home: Path, children: dict[str, subprocess.Popen[bytes]]) -> None:
+    pids = {"supervisor": os.getpid(), **{name: child.pid for name, child in children.items()}}
+    (home / "processes.json").write_text(json.dumps(pids))
+
+
+def _watch(children: dict[str, subprocess.Popen[bytes]], stop: _Stop) -> int:
+    while not stop.requested:
+        for name, child in children.items():
+            if child.poll() is not None:
+                log.error("%s exited with status %s: stopping everything", name, child.returncode)
+                return 1
+        time.sleep(0.2)
+    return 0
+
+
+def _stop_children(children: dict[str, subprocess.Popen[bytes]]) -> None:
+    for child in children.values():
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    for child in children.values():
+        wait_child(child, timeout=20)

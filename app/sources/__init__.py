@@ -1,0 +1,1 @@
+"""Feed sources: what we crawl, when, and how each fetch went."""

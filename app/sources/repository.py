@@ -1,0 +1,126 @@
+"""Every query on sources, their crawl schedule and the fetch log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.sources.models import ClaimStatus, CrawlSchedule, FetchLog, Source, SourceStatus
+
+
+@dataclass(frozen=True, slots=True)
+class NewSource:
+    feed_url: str
+    name: str
+    site_url: str | None
+    category: str | None
+    language: str | None
+    authority: float
+    min_interval_s: int
+    max_interval_s: int
+
+
+async def insert_source(session: AsyncSession, new: NewSource) -> Source | None:
+    """Insert a source and its schedule row (due now); None when the feed URL is already known."""
+    source_id = await session.scalar(
+        insert(Source)
+        .values(**asdict(new))
+        .on_conflict_do_nothing(index_elements=[Source.feed_url])
+        .returning(Source.id)
+    )
+    if source_id is None:
+        return None
+    await session.execute(insert(CrawlSchedule).values(source_id=source_id))
+    return await session.get(Source, source_id)
+
+
+async def source_by_feed_url(session: AsyncSession, feed_url: str) -> Source | None:
+    return await session.scalar(select(Source).where(Source.feed_url == feed_url))
+
+
+async def sources_by_ids(session: AsyncSession, ids: Sequence[int]) -> list[Source]:
+    return list(await session.scalars(select(Source).where(Source.id.in_(ids))))
+
+
+async def schedules_by_source_ids(session: AsyncSession, ids: Sequence[int]) -> list[CrawlSchedule]:
+    return list(await session.scalars(select(CrawlSchedule).where(CrawlSchedule.source_id.in_(ids))))
+
+
+async def list_sources(
+    session: AsyncSession, *, limit: int, after_id: int | None, status: SourceStatus | None
+) -> list[Source]:
+    """Sources in id order, keyset-paginated."""
+    query = select(Source).order_by(Source.id).limit(limit)
+    if after_id is not None:
+        query = query.where(Source.id > after_id)
+    if status is not None:
+        query = query.where(Source.status == status)
+    return list(await session.scalars(query))
+
+
+async def claim_due(session: AsyncSession, *, now: datetime, limit: int) -> list[int]:
+    """Mark up to `limit` due, pending, active sources in flight; concurrent claimers skip each other's rows."""
+    due = (
+        select(CrawlSchedule.source_id)
+        .join(Source, Source.id == CrawlSchedule.source_id)
+        .where(
+            CrawlSchedule.status == ClaimStatus.PENDING,
+            CrawlSchedule.next_crawl_at <= now,
+            Source.status == SourceStatus.ACTIVE,
+        )
+        .order_by(CrawlSchedule.priority.desc(), CrawlSchedule.next_crawl_at)
+        .limit(limit)
+        .with_for_update(of=CrawlSchedule, skip_locked=True)
+        .scalar_subquery()
+    )
+    claimed = await session.scalars(
+        update(CrawlSchedule)
+        .where(CrawlSchedule.source_id.in_(due))
+        .values(status=ClaimStatus.IN_FLIGHT, last_triggered_at=now)
+        .returning(CrawlSchedule.source_id)
+    )
+    return sorted(claimed)
+
+
+async def release_stale_claims(session: AsyncSession, *, now: datetime, older_than: timedelta) -> int:
+    """In-flight rows whose worker died return to pending, due at once."""
+    result = await session.execute(
+        update(CrawlSchedule)
+        .where(
+            CrawlSchedule.status == ClaimStatus.IN_FLIGHT,
+            CrawlSchedule.last_triggered_at < now - older_than,
+        )
+        .values(status=ClaimStatus.PENDING, next_crawl_at=now)
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+async def lock_schedule(session: AsyncSession, source_id: int) -> CrawlSchedule | None:
+    return await session.scalar(select(CrawlSchedule).where(CrawlSchedule.source_id == source_id).with_for_update())
+
+
+async def update_validators(
+    session: AsyncSession, source_id: int, *, etag: str | None, last_modified: str | None
+) -> None:
+    await session.execute(update(Source).where(Source.id == source_id).values(etag=etag, last_modified=last_modified))
+
+
+async def add_fetch_log(session: AsyncSession, entry: FetchLog) -> None:
+    session.add(entry)
+    await session.flush()
+
+
+async def fetch_log_for(session: AsyncSession, source_id: int, *, limit: int) -> list[FetchLog]:
+    return list(
+        await session.scalars(
+            select(FetchLog)
+            .where(FetchLog.source_id == source_id)
+            .order_by(FetchLog.fetched_at.desc(), FetchLog.id.desc())
+            .limit(limit)
+        )
+    )

@@ -1,0 +1,1 @@
+"""Stories: clusters of articles from many outlets about one event."""

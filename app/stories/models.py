@@ -1,0 +1,36 @@
+"""The story_clusters table; a merged story points at the story it was merged into."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, func, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import Base
+
+
+class StoryCluster(Base):
+    __tablename__ = "story_clusters"
+    __table_args__ = (
+        Index("ix_story_clusters_last_updated", "last_updated_at"),
+        Index("ix_story_clusters_breaking", "breaking_started_at", postgresql_where=text("is_breaking")),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    representative_article_id: Mapped[int | None] = mapped_column(
+        ForeignKey("articles.id", ondelete="SET NULL", use_alter=True)
+    )
+    simhash: Mapped[int | None] = mapped_column(BigInteger)
+    primary_topic: Mapped[str | None] = mapped_column(String(32))
+    topics: Mapped[list[str]] = mapped_column(ARRAY(String(32)), default=list, server_default=text("'{}'::varchar[]"))
+    article_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    source_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    velocity: Mapped[float] = mapped_column(Float, default=0.0, server_default=text("0"))
+    is_breaking: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    breaking_started_at: Mapped[datetime | None]
+    first_seen_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    last_updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    merged_into_id: Mapped[int | None] = mapped_column(ForeignKey("story_clusters.id", ondelete="SET NULL"))

@@ -1,0 +1,1 @@
+"""Readers: accounts, API keys, follows, mutes, engagement and interests."""

@@ -1,0 +1,110 @@
+"""Tables of users, API keys, follows, mutes, read events and interest vectors."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Enum,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import Base, created_at_column
+
+
+class EngagementAction(enum.StrEnum):
+    CLICK = "click"
+    READ = "read"
+    SHARE = "share"
+    SAVE = "save"
+    DISMISS = "dismiss"
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    email: Mapped[str] = mapped_column(String(320))
+    password_hash: Mapped[str] = mapped_column(Text)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    preferred_languages: Mapped[list[str]] = mapped_column(
+        ARRAY(String(16)), default=list, server_default=text("'{}'::varchar[]")
+    )
+    created_at: Mapped[datetime] = created_at_column()
+
+    __table_args__ = (Index("uq_users_email_lower", func.lower(email), unique=True),)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    key_hash: Mapped[str] = mapped_column(String(128), unique=True)
+    created_at: Mapped[datetime] = created_at_column()
+    last_used_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+
+class TopicFollow(Base):
+    __tablename__ = "topic_follows"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(32), primary_key=True)
+    created_at: Mapped[datetime] = created_at_column()
+
+
+class SourceFollow(Base):
+    __tablename__ = "source_follows"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True)
+    created_at: Mapped[datetime] = created_at_column()
+
+
+class SourceMute(Base):
+    __tablename__ = "source_mutes"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True)
+    created_at: Mapped[datetime] = created_at_column()
+
+
+class ReadEvent(Base):
+    __tablename__ = "read_events"
+    __table_args__ = (
+        UniqueConstraint("user_id", "article_id", "session_id", "action"),
+        Index("ix_read_events_user_at", "user_id", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    article_id: Mapped[int] = mapped_column(ForeignKey("articles.id", ondelete="CASCADE"))
+    session_id: Mapped[str] = mapped_column(String(64))
+    action: Mapped[EngagementAction] = mapped_column(
+        Enum(EngagementAction, name="engagement_action", values_callable=lambda ms: [m.value for m in ms])
+    )
+    dwell_ms: Mapped[int | None] = mapped_column(Integer)
+    at: Mapped[datetime] = mapped_column(server_default=func.now())
+
+
+class UserInterest(Base):
+    __tablename__ = "user_interest"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    topic_weights: Mapped[dict[str, float]] = mapped_column(JSONB, default=dict, server_default=text("'{}'::jsonb"))
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    updated_at: Mapped[datetime] = mapped_column(server_default=func.now())

@@ -1,0 +1,1 @@
+"""arq worker settings and job functions: thin wrappers over app/ services."""
