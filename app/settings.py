@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class Settings(BaseSettings):
     """Read from the environment (prefix `NEWSAGG_`, except DATABASE_URL / REDIS_URL) and from `.env`."""
 
-    model_config = SettingsConfigDict(env_prefix="NEWSAGG_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="NEWSAGG_", env_file=".env", extra="ignore", populate_by_name=True)
 
     # --- where state lives -------------------------------------------------------------------------------
     home: Path = Field(

@@ -61,7 +61,10 @@ def worker_options(settings: Settings) -> dict[str, Any]:
     """Everything arq needs, from newsagg's settings (used by `newsagg worker` and by tests)."""
     if not settings.redis_url:
         raise SystemExit("REDIS_URL is not set: run `newsagg up` (starts embedded Redis) or set REDIS_URL")
-    functions: list[Function] = [func(refresh_source_job, keep_result=0, max_tries=1)]
+    functions: list[Function] = [
+        func(refresh_source_job, keep_result=0, max_tries=1),
+        func(crawl_tick, keep_result=0, max_tries=1),  # also enqueueable on demand, besides the cron below
+    ]
     return {
         "functions": functions,
         "cron_jobs": [

@@ -34,7 +34,13 @@ def _size(info: Info, first: int | None) -> int:
 
 @strawberry.type
 class Query:
-    node: relay.Node | None = relay.node(description="Any object by its global id.")
+    @strawberry.field(description="Any object by its global id.")
+    async def node(self, info: Info, id: relay.GlobalID) -> relay.Node | None:
+        try:
+            node: relay.Node | None = await id.resolve_node(info)
+        except (KeyError, ValueError, TypeError):
+            return None  # a well-formed id naming a type we do not have
+        return node
 
     @strawberry.field(description="Sources in the order they were added.")
     async def sources(

@@ -12,13 +12,17 @@ from strawberry.extensions import (
     QueryDepthLimiter,
     ValidationCache,
 )
+from strawberry.schema.config import StrawberryConfig
 
 from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.queries import Query
+from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
 from app.api.types.article import ArticleNode
 from app.api.types.source import SourceNode
 from app.settings import Settings
+
+CACHE_SIZE = 512  # distinct documents kept parsed and validated
 
 
 @strawberry.type
@@ -36,15 +40,16 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         subscription=Subscription,
         types=[SourceNode, ArticleNode],
         extensions=extensions,
+        config=StrawberryConfig(scalar_map=SCALARS),
     )
 
 
 def _extensions(settings: Settings) -> list[Any]:
-    """Instances, not classes: the parser and validation caches must outlive a request."""
+    """Factories, one extension per request; the parser and validation LRU caches are process-wide."""
     return [
-        MaxTokensLimiter(max_token_count=settings.query_max_tokens),
-        ParserCache(maxsize=256),
-        MaxAliasesLimiter(max_alias_count=settings.query_max_aliases),
-        QueryDepthLimiter(max_depth=settings.query_max_depth),
-        ValidationCache(maxsize=256),
+        lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
+        lambda: ParserCache(maxsize=CACHE_SIZE),
+        lambda: MaxAliasesLimiter(max_alias_count=settings.query_max_aliases),
+        lambda: QueryDepthLimiter(max_depth=settings.query_max_depth),
+        lambda: ValidationCache(maxsize=CACHE_SIZE),
     ]

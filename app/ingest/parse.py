@@ -11,6 +11,7 @@ from typing import Any
 
 import feedparser
 
+from app.ingest.jsonfeed import NotJsonFeed, looks_like_json, read_json_feed
 from app.ingest.text import html_to_text
 from app.ingest.urls import InvalidUrl, normalize_url
 
@@ -54,25 +55,36 @@ def parse_feed(
     body: bytes, *, feed_url: str, content_type: str | None, fetched_at: datetime, limits: TextLimits
 ) -> ParsedFeed:
     """Blocking: call through `asyncio.to_thread`."""
+    meta, raw_entries, bozo = _read(body, feed_url, content_type)
+    entries: list[ParsedEntry] = []
+    for raw in raw_entries:
+        entry = _entry(raw, feed_url=feed_url, fetched_at=fetched_at, limits=limits)
+        if entry is not None:
+            entries.append(entry)
+    return ParsedFeed(
+        title=html_to_text(meta.get("title") or "", limits.title) or None,
+        site_url=_safe_url(meta.get("link"), feed_url),
+        language=(meta.get("language") or None),
+        entries=entries,
+        skipped=len(raw_entries) - len(entries),
+        bozo=bozo,
+    )
+
+
+def _read(body: bytes, feed_url: str, content_type: str | None) -> tuple[Any, list[Any], str | None]:
+    """(feed metadata, raw entries, feedparser's complaint): JSON Feed by our reader, XML by feedparser."""
+    if looks_like_json(body, content_type):
+        try:
+            meta, raw_entries = read_json_feed(body)
+        except NotJsonFeed as error:
+            raise FeedParseError(f"not a readable feed: {error}") from error
+        return meta, raw_entries, None
     headers = {"content-location": feed_url, "content-type": content_type or "application/xml"}
     result = feedparser.parse(strip_doctype(body), response_headers=headers, sanitize_html=False)
     bozo = str(result.get("bozo_exception")) if result.get("bozo") else None
     if not result.entries and (bozo or not result.get("version")):
-        raise FeedParseError(_describe_failure(body, result, bozo))
-    entries: list[ParsedEntry] = []
-    for raw in result.entries:
-        entry = _entry(raw, feed_url=feed_url, fetched_at=fetched_at, limits=limits)
-        if entry is not None:
-            entries.append(entry)
-    meta = result.feed
-    return ParsedFeed(
-        title=html_to_text(meta.get("title", ""), limits.title) or None,
-        site_url=_safe_url(meta.get("link"), feed_url),
-        language=(meta.get("language") or None),
-        entries=entries,
-        skipped=len(result.entries) - len(entries),
-        bozo=bozo,
-    )
+        raise FeedParseError(_describe_failure(body, bozo))
+    return result.feed, list(result.entries), bozo
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +135,7 @@ def _published(raw: Any, fetched_at: datetime) -> datetime:
     return min(when, fetched_at)
 
 
-def _describe_failure(body: bytes, result: Any, bozo: str | None) -> str:
+def _describe_failure(body: bytes, bozo: str | None) -> str:
     head = body[:512].lstrip().lower()
     if head.startswith((b"<!doctype html", b"<html")) or b"<html" in head:
         return "an HTML page, not a feed"

@@ -26,7 +26,7 @@ class ArticleNode(relay.Node):
     crawled_at: datetime
     language: str | None
     topics: list[str]
-    content_hash: BigInt = strawberry.field(  # type: ignore[valid-type]
+    content_hash: BigInt = strawberry.field(
         description="64-bit hash of the normalized title and summary: equal for exact copies."
     )
     source_id: strawberry.Private[int]

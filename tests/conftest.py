@@ -1,0 +1,188 @@
+"""Fixtures: a fresh migrated database per run, cleaned before each test; Redis; a real API server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from arq.connections import ArqRedis, create_pool
+from arq.connections import RedisSettings as ArqRedisSettings
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.api.asgi import create_app
+from app.db.migrate import upgrade
+from app.models import Base
+from app.runtime.processes import free_port
+from app.services import Services
+from app.settings import Settings
+from tests.servers import test_servers
+
+REPO = Path(__file__).resolve().parents[1]
+GRAPHQL_DIR = REPO / "graphql"
+
+
+def shared_data_dir() -> Path:
+    return Path(os.environ.get("NEWSAGG_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    path = shared_data_dir()
+    if not path.is_dir():
+        pytest.skip(f"shared data not found at {path} (set NEWSAGG_SHARED_DATA to its folder)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def sample_feeds(shared_data: Path) -> Path:
+    path = shared_data / "feeds" / "gesab001_headlines_sample"
+    if not path.is_dir():
+        pytest.skip(f"{path} is missing")
+    return path
+
+
+@pytest.fixture(scope="session")
+def server_urls() -> Iterator[tuple[str, str]]:
+    with test_servers() as urls:
+        yield urls
+
+
+@pytest.fixture(scope="session")
+async def database_url(server_urls: tuple[str, str]) -> AsyncIterator[str]:
+    """A database of this run's own, migrated to head, dropped at the end."""
+    admin_url, _ = server_urls
+    name = f"newsagg_test_{uuid.uuid4().hex[:12]}"
+    admin = create_async_engine(admin_url, isolation_level="AUTOCOMMIT")
+    async with admin.connect() as connection:
+        await connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = admin_url.rsplit("/", 1)[0] + f"/{name}"
+    engine = create_async_engine(url)
+    await upgrade(engine)
+    await engine.dispose()
+    yield url
+    async with admin.connect() as connection:
+        await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    await admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str, server_urls: tuple[str, str], tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=database_url,
+        redis_url=server_urls[1],
+        home=tmp_path_factory.mktemp("home"),
+        allow_loopback_sources=True,
+        queue_name=f"newsagg-test:{uuid.uuid4().hex[:8]}",
+        worker_poll_delay_seconds=0.01,
+    )
+
+
+@pytest.fixture(scope="session")
+async def services(settings: Settings) -> AsyncIterator[Services]:
+    opened = Services.open(settings)
+    yield opened
+    await opened.close()
+
+
+TABLES = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+
+
+@pytest.fixture(autouse=True)
+async def clean_state(request: pytest.FixtureRequest) -> None:
+    """Each test that touches the database or Redis starts from empty tables and an empty Redis database."""
+    if "services" not in request.fixturenames:
+        return
+    services: Services = request.getfixturevalue("services")
+    async with services.engine.begin() as connection:
+        await connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    await services.redis.flushdb()
+
+
+@pytest.fixture
+async def arq_redis(settings: Settings) -> AsyncIterator[ArqRedis]:
+    assert settings.redis_url
+    pool = await create_pool(ArqRedisSettings.from_dsn(settings.redis_url), default_queue_name=settings.queue_name)
+    yield pool
+    await pool.aclose()
+
+
+@pytest.fixture(scope="session")
+async def api_url(settings: Settings, services: Services) -> AsyncIterator[str]:
+    """The real ASGI app served by uvicorn on a loopback port, in this test session's event loop."""
+    port = free_port()
+    config = uvicorn.Config(create_app(settings, services), host="127.0.0.1", port=port, log_level="warning",
+                            lifespan="on", ws="websockets-sansio")  # fmt: skip
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def document(name: str) -> str:
+    """The text of graphql/<name>.graphql: tests run the very documents clients copy."""
+    return (GRAPHQL_DIR / f"{name}.graphql").read_text()
+
+
+class GraphQLClient:
+    def __init__(self, base_url: str) -> None:
+        self.http = httpx.AsyncClient(base_url=base_url, timeout=30)
+
+    async def post(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        response = await self.http.post("/graphql", json={"query": query, "variables": variables or {}})
+        assert response.status_code in (200, 400), response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def run(self, name: str, **variables: Any) -> dict[str, Any]:
+        """Execute graphql/<name>.graphql and return `data`, failing on any error."""
+        body = await self.post(document(name), variables)
+        assert not body.get("errors"), body["errors"]
+        data: dict[str, Any] = body["data"]
+        return data
+
+
+@pytest.fixture
+async def gql(api_url: str) -> AsyncIterator[GraphQLClient]:
+    client = GraphQLClient(api_url)
+    yield client
+    await client.http.aclose()
+
+
+@pytest.fixture
+def crawl(settings: Settings, arq_redis: ArqRedis) -> Any:
+    """One crawl tick and every refresh it enqueues, through arq and a real worker in burst mode."""
+    from jobs.worker import create_worker
+
+    async def run_once() -> int:
+        await arq_redis.enqueue_job("crawl_tick", _queue_name=settings.queue_name)
+        worker = create_worker(settings, burst=True, handle_signals=False, redis_pool=arq_redis, cron_jobs=None)
+        try:
+            await worker.main()
+        finally:
+            await worker.close()
+        return worker.jobs_complete
+
+    return run_once
+
+
+@pytest.fixture
+def feed_server() -> Iterator[Any]:
+    from tests.feeds import serve
+
+    yield from serve()

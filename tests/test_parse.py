@@ -1,0 +1,129 @@
+"""Feed parsing: formats, hostile inputs, text cleaning, real snapshots."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from app.ingest.parse import FeedParseError, TextLimits, parse_feed, strip_doctype
+from app.ingest.text import html_to_text
+from tests.feeds import Item, atom, items, rss
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+LIMITS = TextLimits(title=500, summary=300)
+
+
+def parse(body: bytes, url: str = "https://feeds.example.org/rss", content_type: str | None = None):  # type: ignore[no-untyped-def]
+    return parse_feed(body, feed_url=url, content_type=content_type, fetched_at=NOW, limits=LIMITS)
+
+
+def test_rss_entries_are_mapped_and_cleaned() -> None:
+    feed = parse(rss(items(3)))
+    assert [e.title for e in feed.entries] == ["Story 0", "Story 1", "Story 2"]
+    first = feed.entries[0]
+    assert first.url == "https://news.example.org/story-0"  # utm_* dropped
+    assert first.external_id == "https://feeds.example.org/Story-0"  # feedparser resolves a permalink guid
+    assert first.summary == "Summary of Story 0"  # tags and the script gone
+    assert first.published_at == datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+
+def test_atom_and_json_feed() -> None:
+    assert [e.title for e in parse(atom(items(2))).entries] == ["Story 0", "Story 1"]
+    json_feed = {"version": "https://jsonfeed.org/version/1.1", "title": "J", "items": [
+        {"id": "j1", "url": "https://j.example/1", "title": "Json one", "content_html": "<p>hi</p>",
+         "date_published": "2026-11-01T10:00:00Z"}]}  # fmt: skip
+    parsed = parse(json.dumps(json_feed).encode(), content_type="application/feed+json")
+    assert [(e.external_id, e.title, e.summary) for e in parsed.entries] == [("j1", "Json one", "hi")]
+
+
+def test_relative_links_future_dates_and_missing_fields() -> None:
+    future = NOW + timedelta(days=3)
+    feed = parse(rss([
+        Item(title="Relative", link="/a/1", published=future),
+        Item(title="", link="https://x.example/no-title"),
+        Item(title="No link", link=""),
+        Item(title="No date", link="https://x.example/2"),
+    ]))  # fmt: skip
+    assert [e.title for e in feed.entries] == ["Relative", "No date"]
+    assert feed.entries[0].url == "https://feeds.example.org/a/1"
+    assert feed.entries[0].published_at == NOW  # clamped
+    assert feed.entries[1].published_at == NOW  # fetch time
+    assert feed.skipped == 2
+
+
+def test_entity_bomb_is_defused_by_stripping_the_doctype() -> None:
+    levels = ['<!ENTITY a0 "boom">'] + [f'<!ENTITY a{i} "{("&a" + str(i - 1) + ";") * 10}">' for i in range(1, 10)]
+    bomb = (
+        '<?xml version="1.0"?><!DOCTYPE rss [' + "".join(levels) + "]>"
+        '<rss version="2.0"><channel><title>t</title><item><title>&a9;</title><link>https://b.example/1</link>'
+        "</item><item><title>Fine</title><link>https://b.example/2</link></item></channel></rss>"
+    ).encode()
+    assert b"<!ENTITY" not in strip_doctype(bomb)
+    feed = parse(bomb)
+    assert all(len(e.title) < 100 for e in feed.entries)
+    assert "Fine" in [e.title for e in feed.entries]
+
+
+def test_doctype_only_stripped_from_the_prolog() -> None:
+    body = b'<?xml version="1.0"?><rss><channel><description>&lt;!DOCTYPE x&gt;</description></channel></rss>'
+    assert strip_doctype(body) == body
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"<!DOCTYPE html><html><head><title>503</title></head><body>Service Unavailable</body></html>", "HTML"),
+        (b"", "empty"),
+        (b"\x00\x01\x02 garbage \xff\xfe", "not a readable feed"),
+    ],
+)
+def test_unreadable_bodies_are_a_clear_error(body: bytes, reason: str) -> None:
+    with pytest.raises(FeedParseError, match=reason):
+        parse(body)
+
+
+def test_truncated_feed_keeps_what_it_can() -> None:
+    body = rss(items(5))
+    feed = parse(body[: body.index(b"Story 4")])
+    assert len(feed.entries) >= 3
+    assert feed.bozo
+
+
+def test_html_to_text() -> None:
+    assert html_to_text("<p>A &amp; B</p><style>p{}</style><p>C&nbsp;D</p>") == "A & B C\xa0D".replace("\xa0", " ")
+    assert html_to_text("plain &lt;b&gt; text") == "plain <b> text"
+    cut = html_to_text("word " * 100, max_chars=50)
+    assert len(cut) <= 50
+    assert cut.endswith("…")
+
+
+def test_real_snapshots_parse(sample_feeds: Path) -> None:
+    """Every snapshot of the sample either yields entries or is one of the known-broken ones (an HTML page)."""
+    parsed, failed = 0, []
+    for path in sorted(sample_feeds.rglob("*.xml")):
+        try:
+            parsed += len(parse(path.read_bytes(), url="https://feeds.example.org/x").entries)
+        except FeedParseError as error:
+            failed.append((path.name, str(error)))
+    assert parsed > 1500
+    assert all("HTML" in reason for _, reason in failed), failed
+
+
+def test_feedparser_corpus_never_crashes(shared_data: Path) -> None:
+    """feedparser's own edge cases (encodings, entities, ill-formed XML) end in entries or a FeedParseError."""
+    corpus = shared_data / "feeds" / "feedparser_tests" / "tests"
+    if not corpus.is_dir():
+        pytest.skip(f"{corpus} is missing")
+    files = sorted(p for p in corpus.rglob("*") if p.is_file())
+    outcomes = {"entries": 0, "empty": 0, "error": 0}
+    for path in files:
+        try:
+            feed = parse(path.read_bytes())
+        except FeedParseError:
+            outcomes["error"] += 1
+            continue
+        outcomes["entries" if feed.entries else "empty"] += 1
+    assert sum(outcomes.values()) == len(files) > 1000
