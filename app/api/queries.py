@@ -51,7 +51,7 @@ class Query:
         status: SourceStatusEnum | None = None,  # type: ignore[valid-type]
     ) -> relay.Connection[SourceNode]:
         size = _size(info, first)
-        after_id = int(decode_cursor("source", after, 1)[0]) if after else None
+        after_id = _source_key(decode_cursor("source", after, 1)) if after is not None else None
         async with info.context.services.db() as session:
             rows = await sources.list_sources(session, limit=size + 1, after_id=after_id, status=status)
         return build_connection(
@@ -73,8 +73,7 @@ class Query:
         source_id: relay.GlobalID | None = None,
     ) -> relay.Connection[ArticleNode]:
         size = _size(info, first)
-        key = decode_cursor("article", after, 2) if after else None
-        after_key = _article_key(key) if key else None
+        after_key = _article_key(decode_cursor("article", after, 2)) if after is not None else None
         source = id_of(source_id, "Source", "sourceId") if source_id else None
         async with info.context.services.db() as session:
             rows = await articles.latest_articles(session, limit=size + 1, after=after_key, source_id=source)
@@ -99,6 +98,12 @@ class Query:
             database_latency_ms=report.database.latency_ms,
             redis_latency_ms=report.redis.latency_ms,
         )
+
+
+def _source_key(key: list[object]) -> int:
+    if not isinstance(key[0], int):
+        raise bad_cursor()
+    return key[0]
 
 
 def _article_key(key: list[object]) -> tuple[datetime, int]:

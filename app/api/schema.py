@@ -12,7 +12,9 @@ from strawberry.extensions import (
     QueryDepthLimiter,
     ValidationCache,
 )
+from strawberry.relay.types import GlobalIDValueError
 from strawberry.schema.config import StrawberryConfig
+from strawberry.types import ExecutionContext
 
 from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.queries import Query
@@ -21,6 +23,7 @@ from app.api.subscriptions import Subscription
 from app.api.types.article import ArticleNode
 from app.api.types.source import SourceNode
 from app.settings import Settings
+from graphql import GraphQLError
 
 CACHE_SIZE = 512  # distinct documents kept parsed and validated
 
@@ -32,9 +35,22 @@ class Mutation:
     )
 
 
+class NewsaggSchema(strawberry.Schema):
+    """Logs only unexpected errors: a client's bad cursor or malformed id is its answer, not our incident."""
+
+    def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
+        unexpected = [e for e in errors if e.original_error is not None and not _is_client_error(e.original_error)]
+        if unexpected:
+            super().process_errors(unexpected, execution_context)
+
+
+def _is_client_error(error: Exception) -> bool:
+    return isinstance(error, GraphQLError | GlobalIDValueError)
+
+
 def build_schema(settings: Settings) -> strawberry.Schema:
     extensions = _extensions(settings)
-    return strawberry.Schema(
+    return NewsaggSchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,

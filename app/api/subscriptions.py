@@ -10,6 +10,7 @@ from strawberry import relay
 from app.api.context import Info
 from app.api.relay import id_of
 from app.api.types.article import ArticleNode
+from app.articles import repository as articles
 from app.ingest.events import ARTICLES_ADDED
 
 
@@ -20,11 +21,11 @@ class Subscription:
         self, info: Info, source_id: relay.GlobalID | None = None
     ) -> AsyncGenerator[ArticleNode, None]:
         wanted = id_of(source_id, "Source", "sourceId") if source_id else None
-        loader = info.context.loaders.article_by_id
-        async for event in info.context.services.broadcaster.subscribe(ARTICLES_ADDED):
+        services = info.context.services
+        async for event in services.broadcaster.subscribe(ARTICLES_ADDED):
             if wanted is not None and event.get("source_id") != wanted:
                 continue
-            loader.clear_many(event["article_ids"])
-            for row in await loader.load_many(event["article_ids"]):
-                if row is not None:
-                    yield ArticleNode.from_model(row)
+            async with services.db() as session:  # one query per event; a subscription's loaders would only grow
+                rows = await articles.articles_by_ids(session, event["article_ids"])
+            for row in sorted(rows, key=lambda r: r.id):
+                yield ArticleNode.from_model(row)
