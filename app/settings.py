@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     graphiql: bool = Field(default=True, description="Serve GraphiQL on GET /graphql.")
     page_size_default: int = Field(default=20, description="Connection page size when `first` is omitted.")
     page_size_max: int = Field(default=100, description="Largest `first` a connection accepts.")
+    graphql_cache_size: int = Field(
+        default=512, description="Parsed and validated documents kept per process (0 turns the caches off)."
+    )
     query_max_depth: int = Field(default=12, description="Deepest GraphQL selection accepted.")
     query_max_tokens: int = Field(default=2000, description="Most tokens in one GraphQL document.")
     query_max_aliases: int = Field(default=30, description="Most aliases in one GraphQL document.")

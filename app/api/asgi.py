@@ -38,7 +38,7 @@ class NewsaggGraphQL(GraphQL[Context, None]):
 
 def create_app(settings: Settings, services: Services | None = None) -> Starlette:
     """`services` given: the caller owns them (tests). Otherwise the lifespan opens and closes them."""
-    holder: dict[str, Services] = {}
+    holder: dict[str, Services] = {} if services is None else {"services": services}
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -6,6 +6,7 @@ from typing import Any
 
 import strawberry
 from strawberry.extensions import (
+    AddValidationRules,
     MaxAliasesLimiter,
     MaxTokensLimiter,
     ParserCache,
@@ -24,8 +25,6 @@ from app.api.types.article import ArticleNode
 from app.api.types.source import SourceNode
 from app.settings import Settings
 from graphql import GraphQLError
-
-CACHE_SIZE = 512  # distinct documents kept parsed and validated
 
 
 @strawberry.type
@@ -61,11 +60,16 @@ def build_schema(settings: Settings) -> strawberry.Schema:
 
 
 def _extensions(settings: Settings) -> list[Any]:
-    """Factories, one extension per request; the parser and validation LRU caches are process-wide."""
-    return [
-        lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
-        lambda: ParserCache(maxsize=CACHE_SIZE),
-        lambda: MaxAliasesLimiter(max_alias_count=settings.query_max_aliases),
-        lambda: QueryDepthLimiter(max_depth=settings.query_max_depth),
-        lambda: ValidationCache(maxsize=CACHE_SIZE),
+    """Factories, one extension per request. The depth and alias rules are built once, so the validation cache,
+    keyed on the rule classes, hits; the parser and validation LRU caches themselves are process-wide."""
+    rules = [
+        *QueryDepthLimiter(max_depth=settings.query_max_depth).validation_rules,
+        *MaxAliasesLimiter(max_alias_count=settings.query_max_aliases).validation_rules,
     ]
+    limits: list[Any] = [
+        lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
+        lambda: AddValidationRules(rules),
+    ]
+    size = settings.graphql_cache_size
+    caches: list[Any] = [lambda: ParserCache(maxsize=size), lambda: ValidationCache(maxsize=size)] if size else []
+    return limits + caches

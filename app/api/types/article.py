@@ -49,7 +49,7 @@ class ArticleNode(relay.Node):
             crawled_at=row.crawled_at,
             language=row.language,
             topics=list(row.topics),
-            content_hash=row.content_hash,
+            content_hash=BigInt(row.content_hash),
             source_id=row.source_id,
         )
 

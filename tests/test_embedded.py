@@ -1,0 +1,141 @@
+"""The README's first command, for real: `newsagg up --demo` on the embedded default, then SIGTERM.
+
+No DATABASE_URL or REDIS_URL: PostgreSQL and Redis start from their pip wheels under a temporary NEWSAGG_HOME.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+
+from app.runtime.processes import free_port
+from tests.conftest import REPO, document
+
+pytestmark = pytest.mark.embedded
+QUERY_TIMEOUT_S = 90
+
+
+def _up(home: Path, port: int, demo: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(NEWSAGG_HOME=str(home), NEWSAGG_CRAWL_TICK_SECONDS="5")
+    return subprocess.Popen([sys.executable, "-m", "app", "up", "--demo", str(demo), "--port", str(port)],
+                            cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)  # fmt: skip
+
+
+def _articles(port: int) -> list[dict[str, Any]]:
+    try:
+        response = httpx.post(f"http://127.0.0.1:{port}/graphql", timeout=5,
+                              json={"query": document("Articles"), "variables": {"first": 100}})  # fmt: skip
+        edges: list[dict[str, Any]] = response.json()["data"]["articles"]["edges"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return []
+    return edges
+
+
+def _wait_for_articles(port: int, process: subprocess.Popen[bytes], log: Path) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + QUERY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        assert process.poll() is None, log.read_text()[-3000:]
+        edges = _articles(port)
+        if edges:
+            return edges
+        time.sleep(1)
+    raise AssertionError("no articles within the time limit:\n" + log.read_text()[-3000:])
+
+
+def _tree_pids(home: Path) -> dict[str, int]:
+    pids: dict[str, int] = json.loads((home / "processes.json").read_text())
+    postmaster = (home / "postgres" / "data" / "postmaster.pid").read_text().split("\n", 1)[0]
+    pids["postgres"] = int(postmaster)
+    pids["redis"] = int((home / "redis" / "redis.pid").read_text())
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _wait_gone(pids: dict[str, int], timeout: float = 30) -> dict[str, int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids.values()):
+        time.sleep(0.2)
+    return {name: pid for name, pid in pids.items() if _alive(pid)}
+
+
+@pytest.fixture
+def up_run(tmp_path: Path, sample_feeds: Path) -> Iterator[tuple[Path, int, Path, Path]]:
+    home, log = tmp_path / "home", tmp_path / "up.log"
+    yield home, free_port(), sample_feeds, log
+    for process in psutil.process_iter(["cmdline"]):  # never leave a server behind, even when a test failed
+        if any(str(home) in part for part in process.info["cmdline"] or []):
+            process.kill()
+
+
+def test_up_serves_demo_articles_and_sigterm_stops_the_whole_tree(up_run: tuple[Path, int, Path, Path]) -> None:
+    home, port, demo, log = up_run
+    process = _up(home, port, demo, log)
+    edges = _wait_for_articles(port, process, log)
+    assert len(edges) == 100
+    assert all(edge["node"]["title"] and edge["node"]["source"]["name"] for edge in edges)
+    health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
+    assert health["ok"] is True
+    pids = _tree_pids(home)
+
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(60) == 0, log.read_text()[-3000:]
+    assert _wait_gone(pids) == {}, log.read_text()[-3000:]
+
+
+def test_a_killed_supervisor_leaves_nothing_that_blocks_the_next_start(up_run: tuple[Path, int, Path, Path]) -> None:
+    home, port, demo, log = up_run
+    first = _up(home, port, demo, log)
+    _wait_for_articles(port, first, log)
+    pids = _tree_pids(home)
+    first.kill()  # kill -9: no cleanup code runs in the supervisor
+    first.wait()
+    assert _wait_gone(pids) == {}, "children must not outlive a killed supervisor"
+
+    second = _up(home, port, demo, log)
+    try:
+        edges = _wait_for_articles(port, second, log)
+        assert len(edges) == 100  # the same home, the same data, the same demo sources
+    finally:
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(60) == 0
+
+
+def test_orphaned_servers_are_found_and_stopped_on_the_next_start(tmp_path: Path) -> None:
+    """As if the supervisor died where no parent-death signal exists (macOS): the old servers still run."""
+    from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
+
+    old_pg, old_redis = EmbeddedPostgres(tmp_path / "postgres"), EmbeddedRedis(tmp_path / "redis")
+    old_pg.start()
+    old_redis.start()
+    assert old_pg._process is not None
+    assert old_redis._process is not None
+    orphans = {"postgres": old_pg._process.pid, "redis": old_redis._process.pid}
+
+    new_pg, new_redis = EmbeddedPostgres(tmp_path / "postgres"), EmbeddedRedis(tmp_path / "redis")
+    try:
+        new_pg.start()
+        new_redis.start()
+        assert _wait_gone(orphans, timeout=10) == {}
+    finally:
+        new_redis.stop()
+        new_pg.stop()
+    old_pg._process.wait(5)
+    old_redis._process.wait(5)
