@@ -1,4 +1,4 @@
-"""The `newsagg` command: up, api, worker, migrate, schema."""
+"""The `newsagg` command: up, api, worker, migrate, schema, settings."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     migrate.add_argument("--revision", default="head", help="target revision (default head)")
 
     commands.add_parser("schema", help="print the GraphQL schema (SDL), as committed in schema.graphql")
+    commands.add_parser("settings", help="print every setting, its environment variable and default (Markdown)")
     return parser
 
 
@@ -82,6 +83,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         from app.api.schema import build_schema
 
         print(build_schema(settings).as_str())
+        return None
+    if args.command == "settings":
+        from app.settings import settings_reference
+
+        print(settings_reference())
         return None
     raise AssertionError(args.command)
 

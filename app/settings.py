@@ -17,7 +17,7 @@ class Settings(BaseSettings):
     # --- where state lives -------------------------------------------------------------------------------
     home: Path = Field(
         default=Path(".newsagg"),
-        description="Folder for embedded PostgreSQL/Redis data, logs and locks (env NEWSAGG_HOME).",
+        description="Folder for embedded PostgreSQL/Redis data, logs and locks.",
     )
     database_url: str | None = Field(
         default=None,
@@ -121,3 +121,21 @@ def to_asyncpg_url(url: str) -> str:
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
+
+
+def environment_name(field: str) -> str:
+    """The environment variable that sets `field`."""
+    alias = Settings.model_fields[field].validation_alias
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[0])
+    return f"NEWSAGG_{field.upper()}"
+
+
+def settings_reference() -> str:
+    """A Markdown table of every setting: variable, default, meaning (the README embeds it)."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        default = field.default_factory() if field.default_factory else field.default  # type: ignore[call-arg]
+        shown = "unset" if default is None else "`./.newsagg`" if name == "home" else f"`{default}`"
+        rows.append(f"| `{environment_name(name)}` | {shown} | {field.description or ''} |")
+    return "\n".join(rows)

@@ -50,3 +50,15 @@ def test_the_shared_sample_is_discovered(sample_feeds: Path) -> None:
     feeds = discover_feeds(sample_feeds)
     assert len(feeds) >= 20
     assert all(len(feed.snapshots) >= 1 for feed in feeds)
+
+
+def test_one_home_serves_one_instance(tmp_path: Path) -> None:
+    from app.runtime.supervisor import HomeInUse, home_lock
+
+    with home_lock(tmp_path / "home"):
+        with pytest.raises(HomeInUse), home_lock(tmp_path / "home"):
+            pass
+        with home_lock(tmp_path / "other"):
+            pass
+    with home_lock(tmp_path / "home"):  # released with the first instance
+        pass

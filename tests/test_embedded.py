@@ -44,11 +44,12 @@ def _articles(port: int) -> list[dict[str, Any]]:
 
 
 def _wait_for_articles(port: int, process: subprocess.Popen[bytes], log: Path) -> list[dict[str, Any]]:
+    """A full page of 100 articles (the sample holds ~2,000; the first feeds land before the last)."""
     deadline = time.monotonic() + QUERY_TIMEOUT_S
     while time.monotonic() < deadline:
         assert process.poll() is None, log.read_text()[-3000:]
         edges = _articles(port)
-        if edges:
+        if len(edges) == 100:
             return edges
         time.sleep(1)
     raise AssertionError("no articles within the time limit:\n" + log.read_text()[-3000:])
@@ -89,7 +90,6 @@ def test_up_serves_demo_articles_and_sigterm_stops_the_whole_tree(up_run: tuple[
     home, port, demo, log = up_run
     process = _up(home, port, demo, log)
     edges = _wait_for_articles(port, process, log)
-    assert len(edges) == 100
     assert all(edge["node"]["title"] and edge["node"]["source"]["name"] for edge in edges)
     health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
     assert health["ok"] is True
@@ -111,8 +111,8 @@ def test_a_killed_supervisor_leaves_nothing_that_blocks_the_next_start(up_run: t
 
     second = _up(home, port, demo, log)
     try:
-        edges = _wait_for_articles(port, second, log)
-        assert len(edges) == 100  # the same home, the same data, the same demo sources
+        edges = _wait_for_articles(port, second, log)  # the same home, data and demo sources
+        assert all(edge["node"]["title"] for edge in edges)
     finally:
         second.send_signal(signal.SIGTERM)
         assert second.wait(60) == 0

@@ -66,3 +66,12 @@ def test_dependency_direction(path: Path) -> None:
 @pytest.mark.parametrize("path", sorted((REPO / "jobs").rglob("*.py")), ids=lambda p: p.name)
 def test_jobs_never_import_the_api(path: Path) -> None:
     assert not {name for name in _imports(path) if name.startswith("app.api")}
+
+
+def test_readme_settings_table_is_current() -> None:
+    from app.settings import settings_reference
+
+    readme = (REPO / "README.md").read_text()
+    begin = readme.index("-->", readme.index("<!-- settings:begin")) + 4
+    end = readme.index("<!-- settings:end -->")
+    assert readme[begin:end].strip() == settings_reference(), "README settings are stale: paste `newsagg settings`"

@@ -9,7 +9,7 @@ from strawberry import relay
 
 from app.api.context import Info
 from app.api.errors import bad_cursor
-from app.api.relay import build_connection, decode_cursor, id_of, page_size
+from app.api.relay import build_connection, decode_cursor, id_of, page_size, resolve_global_id
 from app.api.types.article import ArticleNode
 from app.api.types.enums import SourceStatusEnum
 from app.api.types.source import SourceNode
@@ -36,11 +36,7 @@ def _size(info: Info, first: int | None) -> int:
 class Query:
     @strawberry.field(description="Any object by its global id.")
     async def node(self, info: Info, id: relay.GlobalID) -> relay.Node | None:
-        try:
-            node: relay.Node | None = await id.resolve_node(info)
-        except (KeyError, ValueError, TypeError):
-            return None  # a well-formed id naming a type we do not have
-        return node
+        return await resolve_global_id(info, id, relay.Node)
 
     @strawberry.field(description="Sources in the order they were added.")
     async def sources(
@@ -61,8 +57,7 @@ class Query:
 
     @strawberry.field(description="One source by global id.")
     async def source(self, info: Info, id: relay.GlobalID) -> SourceNode | None:
-        node = await id.resolve_node(info)
-        return node if isinstance(node, SourceNode) else None
+        return await resolve_global_id(info, id, SourceNode)
 
     @strawberry.field(description="Articles, newest first; `sourceId` narrows them to one source.")
     async def articles(
@@ -84,8 +79,7 @@ class Query:
 
     @strawberry.field(description="One article by global id.")
     async def article(self, info: Info, id: relay.GlobalID) -> ArticleNode | None:
-        node = await id.resolve_node(info)
-        return node if isinstance(node, ArticleNode) else None
+        return await resolve_global_id(info, id, ArticleNode)
 
     @strawberry.field(description="Database and Redis reachability of the process answering.")
     async def health(self, info: Info) -> Health:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from strawberry import relay
+from strawberry.dataloader import DataLoader
 
 from app.api.errors import bad_argument, bad_cursor
 
 T = TypeVar("T", bound=relay.Node)
+N = TypeVar("N", bound=relay.Node)
 M = TypeVar("M")
 
 
@@ -40,6 +42,23 @@ def database_id(node_id: Any) -> int:
     except (TypeError, ValueError):
         return -1
     return value if 0 < value < 2**63 else -1
+
+
+async def resolve_global_id(info: Any, global_id: relay.GlobalID, cls: type[N]) -> N | None:
+    """The object a global id names, when it is a `cls`; None for ids of other or unknown types."""
+    try:
+        node = await global_id.resolve_node(info)
+    except (KeyError, ValueError, TypeError):
+        return None  # a well-formed id naming a type we do not have
+    return node if isinstance(node, cls) else None
+
+
+async def load_nodes(
+    loader: DataLoader[int, M | None], node_ids: Iterable[str], from_model: Callable[[M], N]
+) -> list[N | None]:
+    """`Node.resolve_nodes` for a type whose rows come from a by-id DataLoader."""
+    rows = await loader.load_many([database_id(i) for i in node_ids])
+    return [from_model(row) if row is not None else None for row in rows]
 
 
 def id_of(global_id: relay.GlobalID, type_name: str, argument: str) -> int:

@@ -9,7 +9,7 @@ import strawberry
 from strawberry import relay
 
 from app.api.context import Info
-from app.api.relay import database_id
+from app.api.relay import load_nodes
 from app.api.scalars import BigInt
 from app.api.types.source import SourceNode
 from app.articles.models import Article
@@ -57,5 +57,4 @@ class ArticleNode(relay.Node):
     async def resolve_nodes(  # type: ignore[override]
         cls, *, info: Info, node_ids: Iterable[str], required: bool = False
     ) -> Iterable[ArticleNode | None]:
-        rows = await info.context.loaders.article_by_id.load_many([database_id(i) for i in node_ids])
-        return [cls.from_model(r) if r else None for r in rows]
+        return await load_nodes(info.context.loaders.article_by_id, node_ids, cls.from_model)
