@@ -179,10 +179,10 @@ def _process_name(pid: int) -> str:
 
 
 def _prepare_for_system_user(root: Path, user: str) -> None:
-    """As root, PostgreSQL runs as `user`: create it if needed and let it reach `root`.
+    """As root, PostgreSQL runs as `user`: create it if needed and let it reach `root` and the server binaries.
 
-    Only the execute (traverse) bit is added to parent folders that lack it, never read: the user can reach its
-    own folder without being able to list anything on the way.
+    Only the execute (traverse) bit is added, to the folders on the way that lack it, never read: the user can
+    reach its own folder and the wheel's binaries without being able to list anything on the way.
     """
     import pwd
 
@@ -191,10 +191,8 @@ def _prepare_for_system_user(root: Path, user: str) -> None:
     except KeyError:
         subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user], check=True)
     shutil.chown(root, user, user)
-    for parent in root.parents:
-        mode = parent.stat().st_mode
+    install = _postgres_bin().parent
+    for folder in {*root.parents, *install.parents, install, install / "bin", install / "lib"}:
+        mode = folder.stat().st_mode
         if not mode & stat.S_IXOTH:
-            parent.chmod(mode | stat.S_IXOTH)
-    for path in (_postgres_bin().parent, _postgres_bin()):
-        if not path.stat().st_mode & stat.S_IXOTH:
-            raise PermissionError(f"{path} is not traversable by {user}; install newsagg where others can read it")
+            folder.chmod(mode | stat.S_IXOTH)
