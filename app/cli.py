@@ -100,6 +100,6 @@ def _migrate(settings: Settings, revision: str) -> int:
         return 0
     from app.runtime.supervisor import embedded_servers, home_lock
 
-    with home_lock(settings.home), embedded_servers(settings.model_copy(update={"redis_url": "unused"})) as urls:
-        upgrade_sync(urls["DATABASE_URL"], revision)
+    with home_lock(settings.home), embedded_servers(settings.model_copy(update={"redis_url": "unused"})) as embedded:
+        upgrade_sync(embedded.urls["DATABASE_URL"], revision)
     return 0

@@ -5,6 +5,7 @@ No DATABASE_URL or REDIS_URL: PostgreSQL and Redis start from their pip wheels u
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -26,11 +27,16 @@ pytestmark = pytest.mark.embedded
 QUERY_TIMEOUT_S = 90
 
 
+STARTED: list[subprocess.Popen[bytes]] = []
+
+
 def _up(home: Path, port: int, demo: Path, log: Path) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env.update(NEWSAGG_HOME=str(home), NEWSAGG_CRAWL_TICK_SECONDS="5")
-    return subprocess.Popen([sys.executable, "-m", "app", "up", "--demo", str(demo), "--port", str(port)],
-                            cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)  # fmt: skip
+    process = subprocess.Popen([sys.executable, "-m", "app", "up", "--demo", str(demo), "--port", str(port)],
+                               cwd=REPO, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)  # fmt: skip
+    STARTED.append(process)
+    return process
 
 
 def _articles(port: int) -> list[dict[str, Any]]:
@@ -81,9 +87,23 @@ def _wait_gone(pids: dict[str, int], timeout: float = 30) -> dict[str, int]:
 def up_run(tmp_path: Path, sample_feeds: Path) -> Iterator[tuple[Path, int, Path, Path]]:
     home, log = tmp_path / "home", tmp_path / "up.log"
     yield home, free_port(), sample_feeds, log
-    for process in psutil.process_iter(["cmdline"]):  # never leave a server behind, even when a test failed
-        if any(str(home) in part for part in process.info["cmdline"] or []):
-            process.kill()
+    _leave_nothing_behind(home)
+
+
+def _leave_nothing_behind(home: Path) -> None:
+    """Even when a test failed: stop the supervisors it started, then anything they recorded as theirs."""
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        for pid in _tree_pids(home).values():
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
 
 
 def test_up_serves_demo_articles_and_sigterm_stops_the_whole_tree(up_run: tuple[Path, int, Path, Path]) -> None:
@@ -139,3 +159,14 @@ def test_orphaned_servers_are_found_and_stopped_on_the_next_start(tmp_path: Path
         new_pg.stop()
     old_pg._process.wait(5)
     old_redis._process.wait(5)
+
+
+def test_when_an_embedded_server_dies_the_whole_tree_stops(up_run: tuple[Path, int, Path, Path]) -> None:
+    home, port, demo, log = up_run
+    process = _up(home, port, demo, log)
+    _wait_for_articles(port, process, log)
+    pids = _tree_pids(home)
+    psutil.Process(pids["redis"]).kill()
+    assert process.wait(60) == 1
+    assert "embedded Redis exited" in log.read_text()
+    assert _wait_gone(pids) == {}

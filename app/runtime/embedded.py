@@ -74,6 +74,10 @@ class EmbeddedPostgres:
         self._wait_accepting()
         log.info("embedded PostgreSQL ready on 127.0.0.1:%d (data in %s)", self.port, self.data)
 
+    def exit_status(self) -> int | None:
+        """None while the server runs (or was never started here)."""
+        return None if self._process is None else self._process.poll()
+
     def _initdb(self) -> None:
         if self.data.exists():  # a half-made cluster from an interrupted first start
             shutil.rmtree(self.data)
@@ -150,6 +154,9 @@ class EmbeddedRedis:
         wait_for_port(self.port, timeout=30, alive=lambda: process.poll() is None)
         self.pid_file.write_text(str(self._process.pid))
         log.info("embedded Redis ready on 127.0.0.1:%d", self.port)
+
+    def exit_status(self) -> int | None:
+        return None if self._process is None else self._process.poll()
 
     def _stop_orphan(self) -> None:
         try:

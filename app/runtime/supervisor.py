@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
@@ -56,23 +56,33 @@ def home_lock(home: Path) -> Iterator[None]:
         yield
 
 
+@dataclass
+class EmbeddedSet:
+    """The embedded servers this run started, and the URLs that reach them."""
+
+    urls: dict[str, str] = field(default_factory=dict)
+    servers: dict[str, EmbeddedPostgres | EmbeddedRedis] = field(default_factory=dict)
+
+
 @contextlib.contextmanager
-def embedded_servers(settings: Settings) -> Iterator[dict[str, str]]:
+def embedded_servers(settings: Settings) -> Iterator[EmbeddedSet]:
     """Start what is not configured; yield the URLs to hand to children; stop them on exit."""
-    urls: dict[str, str] = {}
+    started = EmbeddedSet()
     with contextlib.ExitStack() as stack:
         if not settings.database_url:
             postgres = EmbeddedPostgres(settings.home / "postgres")
             stack.callback(postgres.stop)
             postgres.start()
             _ensure_database(postgres, settings.embedded_database_name)
-            urls["DATABASE_URL"] = postgres.url(settings.embedded_database_name)
+            started.urls["DATABASE_URL"] = postgres.url(settings.embedded_database_name)
+            started.servers["embedded PostgreSQL"] = postgres
         if not settings.redis_url:
             redis = EmbeddedRedis(settings.home / "redis")
             stack.callback(redis.stop)
             redis.start()
-            urls["REDIS_URL"] = redis.url()
-        yield urls
+            started.urls["REDIS_URL"] = redis.url()
+            started.servers["embedded Redis"] = redis
+        yield started
 
 
 def _ensure_database(postgres: EmbeddedPostgres, name: str) -> None:
@@ -105,8 +115,8 @@ class _Stop:
 
 def run_up(settings: Settings, options: UpOptions) -> int:
     stop = _Stop()
-    with home_lock(settings.home), embedded_servers(settings) as urls, contextlib.ExitStack() as stack:
-        env = {**os.environ, **urls, "NEWSAGG_HOME": str(settings.home)}
+    with home_lock(settings.home), embedded_servers(settings) as embedded, contextlib.ExitStack() as stack:
+        env = {**os.environ, **embedded.urls, "NEWSAGG_HOME": str(settings.home)}
         effective = settings.model_copy(update={"database_url": env.get("DATABASE_URL") or settings.database_url,
                                                 "redis_url": env.get("REDIS_URL") or settings.redis_url})  # fmt: skip
         assert effective.database_url is not None
@@ -121,7 +131,7 @@ def run_up(settings: Settings, options: UpOptions) -> int:
         _write_pids(settings.home, children)
         print(f"newsagg is up: GraphQL (GraphiQL, HTTP, WebSocket) at http://{options.host}:{options.port}/graphql",
               flush=True)  # fmt: skip
-        return _watch(children, stop)
+        return _watch(children, embedded, stop)
 
 
 def _start_demo(home: Path, folder: Path) -> DemoFeedServer:
@@ -162,11 +172,14 @@ def _write_pids(home: Path, children: dict[str, subprocess.Popen[bytes]]) -> Non
     (home / "processes.json").write_text(json.dumps(pids))
 
 
-def _watch(children: dict[str, subprocess.Popen[bytes]], stop: _Stop) -> int:
+def _watch(children: dict[str, subprocess.Popen[bytes]], embedded: EmbeddedSet, stop: _Stop) -> int:
+    """Until asked to stop; if any part of the tree dies on its own, stop the rest and fail."""
     while not stop.requested:
-        for name, child in children.items():
-            if child.poll() is not None:
-                log.error("%s exited with status %s: stopping everything", name, child.returncode)
+        statuses = {name: child.poll() for name, child in children.items()}
+        statuses.update({name: server.exit_status() for name, server in embedded.servers.items()})
+        for name, status in statuses.items():
+            if status is not None:
+                log.error("%s exited with status %s: stopping everything", name, status)
                 return 1
         time.sleep(0.2)
     return 0
