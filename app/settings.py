@@ -65,6 +65,23 @@ class Settings(BaseSettings):
     )
     crawl_rate_ema_alpha: float = Field(default=0.3, description="Weight of the newest fetch in the rate EMA.")
     crawl_backoff_cap_exponent: int = Field(default=6, description="Failure back-off = 2^min(failures, cap) min.")
+    crawl_circuit_opens_after: int = Field(default=5, description="Consecutive failures that open a source's circuit.")
+    crawl_pause_after_failures: int = Field(default=10, description="Consecutive failures that pause a source.")
+    crawl_dead_after_gone: int = Field(default=3, description="Consecutive 404/410 answers that mark a source dead.")
+    crawl_hint_max_hours: float = Field(
+        default=24, description="Longest wait a publisher hint (Retry-After, max-age, Expires, <ttl>) can impose."
+    )
+    crawl_peak_max_speedup: float = Field(default=3, description="Most a source's peak hour shortens its interval.")
+    crawl_redirect_stable_after: int = Field(
+        default=3, description="Fetches in a row with the same permanent redirect before the stored URL moves."
+    )
+    crawl_retry_delays_seconds: list[float] = Field(
+        default_factory=lambda: [1.0, 5.0, 30.0],
+        description="Waits before each retry of a transient fetch error (timeouts, resets, 5xx).",
+    )
+    source_refresh_throttle_seconds: int = Field(
+        default=60, description="sourceRefresh runs at most once per source in this many seconds."
+    )
 
     # --- fetching -----------------------------------------------------------------------------------------
     fetch_timeout_seconds: float = Field(default=10, description="Connect/read timeout of one fetch.")
@@ -73,6 +90,12 @@ class Settings(BaseSettings):
     contact_url: str = Field(
         default="https://github.com/newsagg/newsagg", description="Contact URL sent in the User-Agent."
     )
+    politeness_requests_per_second: float = Field(
+        default=1.0, description="Requests per second per host, shared by all workers (Crawl-delay may lower it)."
+    )
+    politeness_burst: int = Field(default=1, description="Requests a host's token bucket may hold.")
+    robots_cache_hours: float = Field(default=24, description="How long a host's robots.txt is cached.")
+    robots_max_bytes: int = Field(default=512 * 1024, description="Largest robots.txt read (RFC 9309 minimum).")
     allow_loopback_sources: bool = Field(
         default=False,
         description="Accept feeds on loopback addresses (demo/replay mode turns this on; never in production).",

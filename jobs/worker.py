@@ -11,6 +11,7 @@ from arq.worker import Function, Worker, func
 
 from app.ingest.events import publish_articles_added
 from app.ingest.fetch import new_http_client
+from app.ingest.politeness import Politeness
 from app.ingest.refresh import refresh_source
 from app.ingest.scheduler import claim_due_sources
 from app.services import Services
@@ -24,6 +25,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["settings"] = settings
     ctx["services"] = Services.open(settings)
     ctx["http"] = new_http_client(settings)
+    ctx["politeness"] = Politeness(ctx["services"].redis, ctx["http"], settings)
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
@@ -45,9 +47,24 @@ async def crawl_tick(ctx: dict[str, Any]) -> int:
     return len(claimed)
 
 
-async def refresh_source_job(ctx: dict[str, Any], source_id: int) -> dict[str, Any]:
+async def refresh_source_job(
+    ctx: dict[str, Any], source_id: int, attempt: int = 1, admitted: bool = False
+) -> dict[str, Any]:
+    """Refresh one claimed source; a wait it asks for (politeness, a transient error) becomes a deferred job."""
     services: Services = ctx["services"]
-    outcome = await refresh_source(services.db, ctx["http"], services.settings, source_id)
+    outcome = await refresh_source(
+        services.db, ctx["http"], services.settings, source_id,
+        politeness=ctx["politeness"], attempt=attempt, admitted=admitted,
+    )  # fmt: skip
+    if outcome.status in ("retry", "deferred"):
+        await ctx["redis"].enqueue_job(
+            "refresh_source_job",
+            source_id,
+            attempt + 1 if outcome.status == "retry" else attempt,
+            outcome.status == "deferred",  # a deferred job already holds its politeness slot
+            _defer_by=outcome.retry_in_s,
+            _queue_name=services.settings.queue_name,
+        )
     await publish_articles_added(services.redis, source_id, outcome.new_article_ids)
     return {"status": outcome.status, "new": len(outcome.new_article_ids), "error": outcome.error_class}
 

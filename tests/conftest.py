@@ -84,6 +84,8 @@ def settings(database_url: str, server_urls: tuple[str, str], tmp_path_factory: 
         allow_loopback_sources=True,
         queue_name=f"newsagg-test:{uuid.uuid4().hex[:8]}",
         worker_poll_delay_seconds=0.01,
+        politeness_requests_per_second=1000.0,  # tests/test_politeness.py checks the real rate
+        crawl_retry_delays_seconds=[0.05, 0.05, 0.05],
     )
 
 

@@ -1,42 +1,65 @@
-"""Fetch one feed over HTTP: conditional GET, size cap, redirects checked hop by hop against SSRF."""
+"""Fetch one feed over HTTP: conditional GET, streamed size cap, redirects followed hop by hop.
+
+Every connection goes through the guarded transport (app/ingest/transport.py), so no hop reaches a non-public
+address whatever DNS says at that moment.
+"""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from urllib.parse import urljoin
 
 import httpx
 
-from app.ingest.addresses import AddressRefused, check_url_target
+from app.ingest.addresses import AddressRefused
+from app.ingest.hints import parse_retry_after
+from app.ingest.transport import guarded_transport
 from app.settings import Settings
 
 ACCEPT = "application/rss+xml, application/atom+xml, application/feed+json, application/xml;q=0.9, */*;q=0.5"
-_TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+TRANSIENT_STATUS = frozenset({408, 425, 500, 502, 504})
+THROTTLE_STATUS = frozenset({429, 503})
+GONE_STATUS = frozenset({404, 410})
+PERMANENT_REDIRECTS = frozenset({301, 308})
+HINT_HEADERS = ("cache-control", "expires", "retry-after")
 
 
 class FetchError(Exception):
     """A fetch that produced no feed body; `error_class` is what the fetch log counts."""
 
-    def __init__(self, error_class: str, message: str, *, status_code: int | None = None) -> None:
+    def __init__(
+        self, error_class: str, message: str, *, status_code: int | None = None, retry_after_s: float | None = None
+    ) -> None:
         super().__init__(message)
         self.error_class = error_class
         self.status_code = status_code
+        self.retry_after_s = retry_after_s
 
     @property
     def transient(self) -> bool:
-        return self.error_class in {"timeout", "connect"} or self.status_code in _TRANSIENT_STATUS
+        """Worth another attempt in seconds: the network or the server hiccuped."""
+        return self.error_class in {"timeout", "connect"} or self.status_code in TRANSIENT_STATUS
+
+    @property
+    def throttled(self) -> bool:
+        """The publisher asked us to slow down: back off, but it is no strike against the source."""
+        return self.status_code in THROTTLE_STATUS
+
+    @property
+    def gone(self) -> bool:
+        return self.status_code in GONE_STATUS
 
 
 @dataclass(frozen=True, slots=True)
 class FetchPolicy:
     max_body_bytes: int
     max_redirects: int
-    allow_loopback: bool
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FetchPolicy:
-        return cls(settings.fetch_max_body_bytes, settings.fetch_max_redirects, settings.allow_loopback_sources)
+        return cls(settings.fetch_max_body_bytes, settings.fetch_max_redirects)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +71,8 @@ class FetchedFeed:
     etag: str | None
     last_modified: str | None
     duration_ms: int
+    permanent_url: str | None = None  # where the leading run of 301/308 redirects led, if any
+    hints: dict[str, str] = field(default_factory=dict)  # Cache-Control, Expires, Retry-After
 
     @property
     def not_modified(self) -> bool:
@@ -55,12 +80,13 @@ class FetchedFeed:
 
 
 def new_http_client(settings: Settings) -> httpx.AsyncClient:
-    """One per worker process: connection pooling across all the sources it fetches."""
+    """One per worker process: pooled connections across all the sources it fetches."""
+    limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
     return httpx.AsyncClient(
+        transport=guarded_transport(allow_loopback=settings.allow_loopback_sources, limits=limits),
         timeout=httpx.Timeout(settings.fetch_timeout_seconds),
-        headers={"User-Agent": settings.user_agent, "Accept": ACCEPT},
+        headers={"User-Agent": settings.user_agent, "Accept": ACCEPT, "Accept-Encoding": "gzip, deflate, br"},
         follow_redirects=False,
-        limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
     )
 
 
@@ -71,30 +97,30 @@ async def fetch_feed(
     *,
     etag: str | None = None,
     last_modified: str | None = None,
+    now: datetime | None = None,
 ) -> FetchedFeed:
     started = time.perf_counter()
     headers = {k: v for k, v in (("If-None-Match", etag), ("If-Modified-Since", last_modified)) if v}
+    permanent_url: str | None = None
+    only_permanent_so_far = True
     for _hop in range(policy.max_redirects + 1):
-        try:
-            await check_url_target(url, allow_loopback=policy.allow_loopback)
-        except AddressRefused as error:
-            raise FetchError("address_refused", str(error)) from error
-        request = client.build_request("GET", url, headers=headers)
-        try:
-            response = await client.send(request, stream=True)
-        except httpx.TimeoutException as error:
-            raise FetchError("timeout", f"timed out fetching {url}") from error
-        except httpx.HTTPError as error:
-            raise FetchError("connect", f"{type(error).__name__}: {error}") from error
+        response = await _send(client, url, headers)
         try:
             if response.is_redirect and "location" in response.headers:
                 url = urljoin(url, response.headers["location"])
+                only_permanent_so_far &= response.status_code in PERMANENT_REDIRECTS
+                permanent_url = url if only_permanent_so_far else permanent_url
                 continue
             body = await _read_capped(response, policy.max_body_bytes) if response.status_code == 200 else b""
         finally:
             await response.aclose()
         if response.status_code not in (200, 304):
-            raise FetchError("http_status", f"HTTP {response.status_code}", status_code=response.status_code)
+            raise FetchError(
+                "http_status",
+                f"HTTP {response.status_code}",
+                status_code=response.status_code,
+                retry_after_s=parse_retry_after(response.headers.get("retry-after"), now),
+            )
         return FetchedFeed(
             status_code=response.status_code,
             final_url=url,
@@ -103,11 +129,27 @@ async def fetch_feed(
             etag=response.headers.get("etag"),
             last_modified=response.headers.get("last-modified"),
             duration_ms=int((time.perf_counter() - started) * 1000),
+            permanent_url=permanent_url,
+            hints={name: response.headers[name] for name in HINT_HEADERS if name in response.headers},
         )
     raise FetchError("too_many_redirects", f"more than {policy.max_redirects} redirects")
 
 
+async def _send(client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> httpx.Response:
+    try:
+        return await client.send(client.build_request("GET", url, headers=headers), stream=True)
+    except AddressRefused as error:
+        raise FetchError("address_refused", str(error)) from error
+    except httpx.TimeoutException as error:
+        raise FetchError("timeout", f"timed out fetching {url}") from error
+    except httpx.UnsupportedProtocol as error:
+        raise FetchError("address_refused", f"only http(s) is fetched: {error}") from error
+    except httpx.HTTPError as error:
+        raise FetchError("connect", f"{type(error).__name__}: {error}") from error
+
+
 async def _read_capped(response: httpx.Response, cap: int) -> bytes:
+    """The decoded body, aborted as soon as it passes `cap` (so a gzip bomb stops at the cap, not at RAM)."""
     declared = response.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > cap:
         raise FetchError("too_large", f"declared {declared} bytes, cap is {cap}")
@@ -121,6 +163,8 @@ async def _read_capped(response: httpx.Response, cap: int) -> bytes:
             chunks.append(chunk)
     except httpx.TimeoutException as error:
         raise FetchError("timeout", "timed out reading the body") from error
+    except httpx.DecodingError as error:
+        raise FetchError("decoding", f"bad content encoding: {error}") from error
     except httpx.HTTPError as error:
         raise FetchError("connect", f"{type(error).__name__} while reading the body: {error}") from error
     return b"".join(chunks)

@@ -41,6 +41,7 @@ class ParsedFeed:
     language: str | None
     entries: list[ParsedEntry] = field(default_factory=list)
     skipped: int = 0  # entries without a usable link or title
+    ttl_minutes: str | None = None  # RSS <ttl>: the publisher's idea of how long to wait
     bozo: str | None = None  # feedparser's complaint, when it still recovered entries
 
 
@@ -68,6 +69,7 @@ def parse_feed(
         entries=entries,
         skipped=len(raw_entries) - len(entries),
         bozo=bozo,
+        ttl_minutes=meta.get("ttl") or None,
     )
 
 

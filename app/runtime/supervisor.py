@@ -125,6 +125,8 @@ def run_up(settings: Settings, options: UpOptions) -> int:
             demo = _start_demo(settings.home, options.demo)
             stack.callback(demo.stop)
             env["NEWSAGG_ALLOW_LOOPBACK_SOURCES"] = "true"
+            # the demo server is ours, not a publisher's: crawl it faster unless told otherwise
+            env.setdefault("NEWSAGG_POLITENESS_REQUESTS_PER_SECOND", "50")
             asyncio.run(_register_demo_sources(effective.model_copy(update={"allow_loopback_sources": True}), demo))
         children = _start_children(env, options)
         stack.callback(_stop_children, children)

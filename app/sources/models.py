@@ -95,6 +95,10 @@ class CrawlSchedule(Base):
     last_triggered_at: Mapped[datetime | None]
     last_fetched_at: Mapped[datetime | None]
     consecutive_failures: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    gone_streak: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    throttle_streak: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    redirect_url: Mapped[str | None] = mapped_column(Text)
+    redirect_streak: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     circuit: Mapped[Circuit] = mapped_column(
         _enum(Circuit, "circuit_state"), default=Circuit.CLOSED, server_default="closed"
     )

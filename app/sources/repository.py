@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import case, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.sources.models import ClaimStatus, CrawlSchedule, FetchLog, Source, SourceStatus
+from app.sources.models import Circuit, ClaimStatus, CrawlSchedule, FetchLog, Source, SourceStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +81,12 @@ async def claim_due(session: AsyncSession, *, now: datetime, limit: int) -> list
     claimed = await session.scalars(
         update(CrawlSchedule)
         .where(CrawlSchedule.source_id.in_(due))
-        .values(status=ClaimStatus.IN_FLIGHT, last_triggered_at=now)
+        .values(
+            status=ClaimStatus.IN_FLIGHT,
+            last_triggered_at=now,
+            # the attempt after an open circuit's back-off is its half-open probe
+            circuit=case((CrawlSchedule.circuit == Circuit.OPEN, Circuit.HALF_OPEN), else_=CrawlSchedule.circuit),
+        )
         .returning(CrawlSchedule.source_id)
     )
     return sorted(claimed)
@@ -104,10 +109,12 @@ async def lock_schedule(session: AsyncSession, source_id: int) -> CrawlSchedule 
     return await session.scalar(select(CrawlSchedule).where(CrawlSchedule.source_id == source_id).with_for_update())
 
 
-async def update_validators(
-    session: AsyncSession, source_id: int, *, etag: str | None, last_modified: str | None
-) -> None:
-    await session.execute(update(Source).where(Source.id == source_id).values(etag=etag, last_modified=last_modified))
+async def update_source(session: AsyncSession, source_id: int, **values: object) -> None:
+    await session.execute(update(Source).where(Source.id == source_id).values(**values))
+
+
+async def feed_url_taken(session: AsyncSession, feed_url: str) -> bool:
+    return await session.scalar(select(Source.id).where(Source.feed_url == feed_url)) is not None
 
 
 async def add_fetch_log(session: AsyncSession, entry: FetchLog) -> None:
