@@ -12,6 +12,7 @@ from arq.worker import Function, Worker, func
 from app.ingest.events import publish_articles_added
 from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
+from app.ingest.queue_names import CRAWL_TICK, REFRESH_SOURCE
 from app.ingest.refresh import refresh_source
 from app.ingest.scheduler import claim_due_sources
 from app.services import Services
@@ -40,7 +41,7 @@ async def crawl_tick(ctx: dict[str, Any]) -> int:
         claimed = await claim_due_sources(session, services.settings)
     for source_id in claimed:
         await ctx["redis"].enqueue_job(
-            "refresh_source_job", source_id, _job_id=f"refresh:{source_id}", _queue_name=services.settings.queue_name
+            REFRESH_SOURCE, source_id, _job_id=f"refresh:{source_id}", _queue_name=services.settings.queue_name
         )
     if claimed:
         log.info("crawl tick claimed %d sources", len(claimed))
@@ -58,7 +59,7 @@ async def refresh_source_job(
     )  # fmt: skip
     if outcome.status in ("retry", "deferred"):
         await ctx["redis"].enqueue_job(
-            "refresh_source_job",
+            REFRESH_SOURCE,
             source_id,
             attempt + 1 if outcome.status == "retry" else attempt,
             outcome.status == "deferred",  # a deferred job already holds its politeness slot
@@ -79,8 +80,8 @@ def worker_options(settings: Settings) -> dict[str, Any]:
     if not settings.redis_url:
         raise SystemExit("REDIS_URL is not set: run `newsagg up` (starts embedded Redis) or set REDIS_URL")
     functions: list[Function] = [
-        func(refresh_source_job, keep_result=0, max_tries=1),
-        func(crawl_tick, keep_result=0, max_tries=1),  # also enqueueable on demand, besides the cron below
+        func(refresh_source_job, name=REFRESH_SOURCE, keep_result=0, max_tries=1),
+        func(crawl_tick, name=CRAWL_TICK, keep_result=0, max_tries=1),  # also enqueueable, besides the cron
     ]
     return {
         "functions": functions,

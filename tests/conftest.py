@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.api.asgi import create_app
 from app.db.migrate import upgrade
+from app.ingest.queue_names import CRAWL_TICK
 from app.models import Base
 from app.runtime.processes import free_port
 from app.services import Services
@@ -171,8 +172,9 @@ def crawl(settings: Settings, arq_redis: ArqRedis) -> Any:
     """One crawl tick and every refresh it enqueues, through arq and a real worker in burst mode."""
     from jobs.worker import create_worker
 
-    async def run_once() -> int:
-        await arq_redis.enqueue_job("crawl_tick", _queue_name=settings.queue_name)
+    async def run_once(tick: bool = True) -> int:
+        if tick:
+            await arq_redis.enqueue_job(CRAWL_TICK, _queue_name=settings.queue_name)
         worker = create_worker(settings, burst=True, handle_signals=False, redis_pool=arq_redis, cron_jobs=None)
         try:
             await worker.main()

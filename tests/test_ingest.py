@@ -218,3 +218,41 @@ async def test_redirects_are_followed_and_checked_hop_by_hop(
     assert classes == [None, "address_refused", "too_many_redirects"]
     assert await count(services, Article) == 1
     assert feed_server.hits["/loop.xml"] == 6  # the first request and five redirects
+
+
+async def test_a_retitled_entry_is_not_a_new_article(
+    gql: GraphQLClient, feed_server: FeedServer, crawl: Crawl, services: Services
+) -> None:
+    """Miniflux users see duplicates when a publisher edits a title; the GUID (or the URL) keeps one row."""
+    from tests.feeds import Item
+
+    first = [Item(title="Quake hits coast", link="https://n.example/quake", guid="n-1")]
+    feed_server.routes["/n.xml"] = Reply(200, rss(first))
+    await add_source(gql, feed_server.url("/n.xml"))
+    await crawl()
+    edited = [Item(title="Quake of magnitude 7 hits coast, dozens hurt", link="https://n.example/quake?ref=rss",
+                   guid="n-1")]  # fmt: skip
+    feed_server.routes["/n.xml"] = Reply(200, rss(edited))
+    await make_due(services)
+    await crawl()
+    assert await count(services, Article) == 1
+
+
+async def test_source_refresh_fetches_now_reactivates_and_is_throttled(
+    gql: GraphQLClient, feed_server: FeedServer, crawl: Crawl, services: Services
+) -> None:
+    feed_server.routes["/r.xml"] = Reply(200, rss(items(2)))
+    created = await add_source(gql, feed_server.url("/r.xml"))
+    source_id = created["source"]["id"]
+    async with services.db.begin() as session:  # not due for an hour, and paused
+        await session.execute(update(CrawlSchedule).values(next_crawl_at=datetime.now(UTC) + timedelta(hours=1)))
+        await session.execute(update(Source).values(status="paused"))
+    result = (await gql.run("SourceRefresh", id=source_id))["sourceRefresh"]
+    assert (result["queued"], result["errors"], result["source"]["status"]) == (True, [], "ACTIVE")
+    await crawl(tick=False)  # only the job the mutation queued
+    assert await count(services, Article) == 2
+    again = (await gql.run("SourceRefresh", id=source_id))["sourceRefresh"]
+    assert again["errors"][0]["code"] == "THROTTLED"
+    assert 0 < again["errors"][0]["retryAfterSeconds"] <= 60
+    missing = (await gql.run("SourceRefresh", id="U291cmNlOjk5OTk5"))["sourceRefresh"]  # Source:99999
+    assert missing["errors"][0]["code"] == "NOT_FOUND"

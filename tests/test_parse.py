@@ -127,3 +127,18 @@ def test_feedparser_corpus_never_crashes(shared_data: Path) -> None:
             continue
         outcomes["entries" if feed.entries else "empty"] += 1
     assert sum(outcomes.values()) == len(files) > 1000
+
+
+def test_repeated_guids_fall_back_to_links_so_nothing_is_lost() -> None:
+    same_guid = [Item(title=f"T{k}", link=f"https://x.example/{k}", guid="always-the-same") for k in range(20)]
+    feed = parse(rss(same_guid))
+    assert len({e.external_id for e in feed.entries}) == 20
+    assert feed.entries[0].external_id == "https://x.example/0"
+
+
+def test_a_few_missing_guids_keep_guid_identity() -> None:
+    entries = [Item(title=f"T{k}", link=f"https://x.example/{k}", guid=f"g{k}") for k in range(40)]
+    entries.append(Item(title="No guid", link="https://x.example/none"))  # 1 of 41 < 5%
+    feed = parse(rss(entries))
+    assert feed.entries[0].external_id.endswith("g0")
+    assert feed.entries[-1].external_id == "https://x.example/none"

@@ -14,6 +14,7 @@ from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from app.api.context import Context
+from app.api.queue import JobQueue
 from app.api.schema import build_schema
 from app.health import check_health
 from app.services import Services
@@ -21,7 +22,7 @@ from app.settings import Settings
 
 
 class NewsaggGraphQL(GraphQL[Context, None]):
-    def __init__(self, services_ref: dict[str, Services], settings: Settings) -> None:
+    def __init__(self, services_ref: dict[str, Services], queue: JobQueue, settings: Settings) -> None:
         super().__init__(
             build_schema(settings),
             graphql_ide="graphiql" if settings.graphiql else None,
@@ -31,14 +32,16 @@ class NewsaggGraphQL(GraphQL[Context, None]):
             keep_alive_interval=15,
         )
         self._services = services_ref
+        self._queue = queue
 
     async def get_context(self, request: Any, response: Any = None) -> Context:
-        return Context.create(self._services["services"], request, response)
+        return Context.create(self._services["services"], self._queue, request, response)
 
 
 def create_app(settings: Settings, services: Services | None = None) -> Starlette:
     """`services` given: the caller owns them (tests). Otherwise the lifespan opens and closes them."""
     holder: dict[str, Services] = {} if services is None else {"services": services}
+    queue = JobQueue(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -47,6 +50,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         try:
             yield
         finally:
+            await queue.close()
             if owned:
                 await holder["services"].close()
 
@@ -64,7 +68,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
     async def root(request: Request) -> RedirectResponse:
         return RedirectResponse("/graphql")
 
-    graphql_app = NewsaggGraphQL(holder, settings)
+    graphql_app = NewsaggGraphQL(holder, queue, settings)
     return Starlette(
         routes=[
             Route("/", root),

@@ -8,6 +8,7 @@ from typing import Any
 from strawberry.types import Info as StrawberryInfo
 
 from app.api.loaders import Loaders
+from app.api.queue import JobQueue
 from app.services import Services
 
 
@@ -15,13 +16,14 @@ from app.services import Services
 class Context:
     services: Services
     loaders: Loaders
+    queue: JobQueue
     request: Any = None
     response: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, services: Services, request: Any = None, response: Any = None) -> Context:
-        return cls(services=services, loaders=Loaders.for_request(services.db), request=request, response=response)
+    def create(cls, services: Services, queue: JobQueue, request: Any = None, response: Any = None) -> Context:
+        return cls(services, Loaders.for_request(services.db), queue, request=request, response=response)
 
 
 Info = StrawberryInfo[Context, None]

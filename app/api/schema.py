@@ -18,6 +18,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from app.api.mutations.source_create import SourceCreatePayload, source_create
+from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
 from app.api.queries import Query
 from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
@@ -31,6 +32,9 @@ from graphql import GraphQLError
 class Mutation:
     source_create: SourceCreatePayload = strawberry.mutation(
         resolver=source_create, description="Add a feed to crawl (administrators only once accounts exist)."
+    )
+    source_refresh: SourceRefreshPayload = strawberry.mutation(
+        resolver=source_refresh, description="Fetch a source now; a paused or dead source gets a fresh start."
     )
 
 

@@ -18,6 +18,7 @@ from app.ingest.urls import InvalidUrl, normalize_url
 # A DOCTYPE's internal subset is where entity bombs live; feeds never need it.
 _DOCTYPE = re.compile(rb"<!DOCTYPE\s[^\[>]*(?:\[.*?\]\s*)?>", re.IGNORECASE | re.DOTALL)
 _PROLOG_BYTES = 4096
+GUID_TOLERANCE = 0.05
 
 
 class FeedParseError(ValueError):
@@ -57,9 +58,10 @@ def parse_feed(
 ) -> ParsedFeed:
     """Blocking: call through `asyncio.to_thread`."""
     meta, raw_entries, bozo = _read(body, feed_url, content_type)
+    use_guids = guids_usable(raw_entries)
     entries: list[ParsedEntry] = []
     for raw in raw_entries:
-        entry = _entry(raw, feed_url=feed_url, fetched_at=fetched_at, limits=limits)
+        entry = _entry(raw, feed_url=feed_url, fetched_at=fetched_at, limits=limits, use_guid=use_guids)
         if entry is not None:
             entries.append(entry)
     return ParsedFeed(
@@ -95,14 +97,23 @@ class TextLimits:
     summary: int
 
 
-def _entry(raw: Any, *, feed_url: str, fetched_at: datetime, limits: TextLimits) -> ParsedEntry | None:
+def guids_usable(raw_entries: list[Any]) -> bool:
+    """False when more than 5% of a document's GUIDs are missing or repeated (FreshRSS's rule): the publisher's
+    ids then say nothing, and the entry's URL identifies it instead."""
+    guids = [str(raw.get("id") or "").strip() for raw in raw_entries]
+    unusable = sum(1 for g in guids if not g) + (len([g for g in guids if g]) - len({g for g in guids if g}))
+    return unusable <= GUID_TOLERANCE * len(guids)
+
+
+def _entry(raw: Any, *, feed_url: str, fetched_at: datetime, limits: TextLimits, use_guid: bool) -> ParsedEntry | None:
     url = _safe_url(raw.get("link"), feed_url)
     title = html_to_text(raw.get("title", ""), limits.title)
     if url is None or not title:
         return None
     summary_html = raw.get("summary") or _first_content(raw) or ""
+    guid = str(raw.get("id") or "").strip() if use_guid else ""
     return ParsedEntry(
-        external_id=(raw.get("id") or raw.get("guid") or url).strip()[:2000],
+        external_id=(guid or url)[:2000],
         url=url,
         title=title,
         summary=html_to_text(summary_html, limits.summary),

@@ -92,6 +92,27 @@ async def claim_due(session: AsyncSession, *, now: datetime, limit: int) -> list
     return sorted(claimed)
 
 
+async def claim_one(session: AsyncSession, source_id: int, *, now: datetime) -> bool:
+    """Claim one source now, due or not; False when it is already in flight."""
+    claimed = await session.scalar(
+        update(CrawlSchedule)
+        .where(CrawlSchedule.source_id == source_id, CrawlSchedule.status == ClaimStatus.PENDING)
+        .values(status=ClaimStatus.IN_FLIGHT, last_triggered_at=now)
+        .returning(CrawlSchedule.source_id)
+    )
+    return claimed is not None
+
+
+async def reactivate(session: AsyncSession, source_id: int) -> None:
+    """A paused or dead source gets a fresh start: active, no strikes, circuit closed."""
+    await session.execute(update(Source).where(Source.id == source_id).values(status=SourceStatus.ACTIVE))
+    await session.execute(
+        update(CrawlSchedule)
+        .where(CrawlSchedule.source_id == source_id)
+        .values(consecutive_failures=0, gone_streak=0, throttle_streak=0, circuit=Circuit.CLOSED)
+    )
+
+
 async def release_stale_claims(session: AsyncSession, *, now: datetime, older_than: timedelta) -> int:
     """In-flight rows whose worker died return to pending, due at once."""
     result = await session.execute(

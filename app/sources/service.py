@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
+from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.ingest.addresses import AddressRefused, check_url_target
 from app.ingest.urls import InvalidUrl, normalize_url
 from app.settings import Settings
 from app.sources import repository
-from app.sources.models import Source
+from app.sources.models import Source, SourceStatus
+from app.throttle import once_per
 
 
 class SourceErrorCode(enum.StrEnum):
+    NOT_FOUND = "not_found"
+    THROTTLED = "throttled"
     INVALID_URL = "invalid_url"
     ADDRESS_REFUSED = "address_refused"
     DUPLICATE = "duplicate"
@@ -25,10 +30,13 @@ class SourceErrorCode(enum.StrEnum):
 class SourceRejected(Exception):
     """A source the caller asked for that newsagg will not store."""
 
-    def __init__(self, code: SourceErrorCode, message: str, field: str | None = None) -> None:
+    def __init__(
+        self, code: SourceErrorCode, message: str, field: str | None = None, retry_after_s: int | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.field = field
+        self.retry_after_s = retry_after_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +95,20 @@ def _interval_bounds(settings: Settings, request: SourceRequest) -> tuple[int, i
             SourceErrorCode.INVALID, "need 0 < minIntervalMinutes <= maxIntervalMinutes", "minIntervalMinutes"
         )
     return int(low * 60), int(high * 60)
+
+
+async def request_refresh(
+    session: AsyncSession, redis: Redis, settings: Settings, source_id: int
+) -> tuple[Source, bool]:
+    """(the source, whether the caller must enqueue its refresh now). A paused or dead source is reactivated;
+    one already being fetched is left to that fetch. Throttled per source."""
+    source = await session.get(Source, source_id)
+    if source is None:
+        raise SourceRejected(SourceErrorCode.NOT_FOUND, "no such source", "id")
+    wait = await once_per(redis, f"refresh:{source_id}", settings.source_refresh_throttle_seconds)
+    if wait:
+        raise SourceRejected(SourceErrorCode.THROTTLED, f"refreshed recently; try again in {wait} s", "id", wait)
+    if source.status != SourceStatus.ACTIVE:
+        await repository.reactivate(session, source_id)
+        source.status = SourceStatus.ACTIVE
+    return source, await repository.claim_one(session, source_id, now=datetime.now(UTC))

@@ -1,0 +1,4 @@
+"""Names of the queued jobs, shared by the processes that enqueue them and the worker that runs them."""
+
+REFRESH_SOURCE = "refresh_source_job"
+CRAWL_TICK = "crawl_tick"
