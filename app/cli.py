@@ -1,10 +1,12 @@
-"""The `newsagg` command: up, api, worker, migrate, schema, settings."""
+"""The `newsagg` command: up, api, worker, migrate, opml, schema, settings."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from app.settings import Settings, get_settings
@@ -41,6 +43,13 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     migrate = commands.add_parser("migrate", help="apply database migrations (embedded PostgreSQL if no URL)",
                                   description="Upgrade the database to the latest schema revision.")  # fmt: skip
     migrate.add_argument("--revision", default="head", help="target revision (default head)")
+
+    opml = commands.add_parser("opml", help="import or export sources as OPML (embedded PostgreSQL if no URL)")
+    opml_commands = opml.add_subparsers(dest="opml_command", required=True, metavar="ACTION")
+    opml_import = opml_commands.add_parser("import", help="add every feed of an OPML file as a source")
+    opml_import.add_argument("file", type=Path, help="OPML file; folders become source categories")
+    opml_export = opml_commands.add_parser("export", help="write all sources as OPML 2.0")
+    opml_export.add_argument("file", type=Path, nargs="?", help="output file (default: standard output)")
 
     commands.add_parser("schema", help="print the GraphQL schema (SDL), as committed in schema.graphql")
     commands.add_parser("settings", help="print every setting, its environment variable and default (Markdown)")
@@ -79,6 +88,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return None
     if args.command == "migrate":
         return _migrate(settings, args.revision)
+    if args.command == "opml":
+        return _opml(settings, args)
     if args.command == "schema":
         from app.api.schema import build_schema
 
@@ -92,14 +103,49 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
     raise AssertionError(args.command)
 
 
-def _migrate(settings: Settings, revision: str) -> int:
-    from app.db.migrate import upgrade_sync
-
+@contextlib.contextmanager
+def _database(settings: Settings) -> Iterator[str]:
+    """DATABASE_URL, or an embedded PostgreSQL under NEWSAGG_HOME for the length of the command."""
     if settings.database_url:
-        upgrade_sync(settings.database_url, revision)
-        return 0
+        yield settings.database_url
+        return
     from app.runtime.supervisor import embedded_servers, home_lock
 
     with home_lock(settings.home), embedded_servers(settings.model_copy(update={"redis_url": "unused"})) as embedded:
-        upgrade_sync(embedded.urls["DATABASE_URL"], revision)
+        yield embedded.urls["DATABASE_URL"]
+
+
+def _migrate(settings: Settings, revision: str) -> int:
+    from app.db.migrate import upgrade_sync
+
+    with _database(settings) as url:
+        upgrade_sync(url, revision)
     return 0
+
+
+def _opml(settings: Settings, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from app.db.engine import create_engine, session_factory
+    from app.db.migrate import upgrade_sync
+    from app.sources.portability import export_opml, import_opml
+
+    async def run(url: str) -> int:
+        engine = create_engine(settings.model_copy(update={"database_url": url}))
+        try:
+            async with session_factory(engine).begin() as session:
+                if args.opml_command == "export":
+                    document = await export_opml(session)
+                    args.file.write_text(document) if args.file else sys.stdout.write(document)
+                    return 0
+                report = await import_opml(session, settings, args.file.read_bytes())
+        finally:
+            await engine.dispose()
+        print(f"{len(report.created)} added, {report.existing} already present, {len(report.rejected)} refused")
+        for url, error in report.rejected:
+            print(f"  refused {url}: {error.code.value}: {error}", file=sys.stderr)
+        return 0
+
+    with _database(settings) as url:
+        upgrade_sync(url)
+        return asyncio.run(run(url))

@@ -38,6 +38,9 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Extra browser origins allowed to open GraphQL WebSockets (same-origin is always allowed).",
     )
+    api_max_body_bytes: int = Field(
+        default=2 * 1024 * 1024, description="Largest request body the API reads (an OPML import is the big one)."
+    )
     graphiql: bool = Field(default=True, description="Serve GraphiQL on GET /graphql.")
     page_size_default: int = Field(default=20, description="Connection page size when `first` is omitted.")
     page_size_max: int = Field(default=100, description="Largest `first` a connection accepts.")

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse
 from starlette.routing import Route, WebSocketRoute
@@ -14,6 +15,7 @@ from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from app.api.context import Context
+from app.api.limits import BodySizeLimit
 from app.api.queue import JobQueue
 from app.api.schema import build_schema
 from app.health import check_health
@@ -77,4 +79,5 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             WebSocketRoute("/graphql", graphql_app),
         ],
         lifespan=lifespan,
+        middleware=[Middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)],
     )

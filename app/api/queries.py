@@ -16,6 +16,7 @@ from app.api.types.source import SourceNode
 from app.articles import repository as articles
 from app.health import check_health
 from app.sources import repository as sources
+from app.sources.portability import export_opml
 
 
 @strawberry.type(description="Whether this API process reaches its database and Redis.")
@@ -54,6 +55,11 @@ class Query:
             rows, size=size, had_cursor=after is not None, kind="source",
             key=lambda s: [s.id], node=SourceNode.from_model,
         )  # fmt: skip
+
+    @strawberry.field(description="Every source as an OPML 2.0 document (folders are categories).")
+    async def sources_opml(self, info: Info) -> str:
+        async with info.context.services.db() as session:
+            return await export_opml(session)
 
     @strawberry.field(description="One source by global id.")
     async def source(self, info: Info, id: relay.GlobalID) -> SourceNode | None:

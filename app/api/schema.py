@@ -19,6 +19,7 @@ from strawberry.types import ExecutionContext
 
 from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
+from app.api.mutations.sources_import import SourcesImportPayload, sources_import
 from app.api.queries import Query
 from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
@@ -32,6 +33,9 @@ from graphql import GraphQLError
 class Mutation:
     source_create: SourceCreatePayload = strawberry.mutation(
         resolver=source_create, description="Add a feed to crawl (administrators only once accounts exist)."
+    )
+    sources_import: SourcesImportPayload = strawberry.mutation(
+        resolver=sources_import, description="Add every feed of an OPML document (folders become categories)."
     )
     source_refresh: SourceRefreshPayload = strawberry.mutation(
         resolver=source_refresh, description="Fetch a source now; a paused or dead source gets a fresh start."

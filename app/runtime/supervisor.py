@@ -16,10 +16,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import upgrade_sync
@@ -27,6 +29,7 @@ from app.runtime.demo import DemoFeedServer
 from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from app.runtime.processes import child_setup, port_is_free, wait_child
 from app.settings import Settings
+from app.sources.portability import load_default_sources
 from app.sources.service import SourceRequest, create_source
 
 log = logging.getLogger(__name__)
@@ -128,6 +131,8 @@ def run_up(settings: Settings, options: UpOptions) -> int:
             # the demo server is ours, not a publisher's: crawl it faster unless told otherwise
             env.setdefault("NEWSAGG_POLITENESS_REQUESTS_PER_SECOND", "50")
             asyncio.run(_register_demo_sources(effective.model_copy(update={"allow_loopback_sources": True}), demo))
+        else:
+            asyncio.run(_with_session(effective, load_default_sources))
         children = _start_children(env, options)
         stack.callback(_stop_children, children)
         _write_pids(settings.home, children)
@@ -145,15 +150,23 @@ def _start_demo(home: Path, folder: Path) -> DemoFeedServer:
     return server
 
 
-async def _register_demo_sources(settings: Settings, demo: DemoFeedServer) -> None:
+async def _with_session(settings: Settings, work: Callable[[AsyncSession, Settings], Awaitable[object]]) -> None:
+    """One transaction on a short-lived engine, for the supervisor's own setup work."""
     engine = create_engine(settings)
     try:
         async with session_factory(engine).begin() as session:
-            for feed in demo.feeds.values():
-                request = SourceRequest(feed_url=demo.url(feed), name=feed.path.strip("/"), category="demo")
-                await create_source(session, settings, request, existing_ok=True)
+            await work(session, settings)
     finally:
         await engine.dispose()
+
+
+async def _register_demo_sources(settings: Settings, demo: DemoFeedServer) -> None:
+    async def register(session: AsyncSession, settings: Settings) -> None:
+        for feed in demo.feeds.values():
+            request = SourceRequest(feed_url=demo.url(feed), name=feed.path.strip("/"), category="demo")
+            await create_source(session, settings, request, existing_ok=True)
+
+    await _with_session(settings, register)
     log.info("demo: %d sources registered", len(demo.feeds))
 
 

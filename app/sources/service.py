@@ -43,6 +43,7 @@ class SourceRejected(Exception):
 class SourceRequest:
     feed_url: str
     name: str | None = None
+    site_url: str | None = None
     category: str | None = None
     language: str | None = None
     authority: float = 0.5
@@ -51,20 +52,28 @@ class SourceRequest:
 
 
 async def create_source(
-    session: AsyncSession, settings: Settings, request: SourceRequest, *, existing_ok: bool = False
+    session: AsyncSession,
+    settings: Settings,
+    request: SourceRequest,
+    *,
+    existing_ok: bool = False,
+    resolve: bool = True,
 ) -> Source:
+    """`resolve=False` skips the DNS lookup (trusted lists loaded offline); every fetch still checks the address
+    it connects to."""
     feed_url = _checked_url(request.feed_url)
-    try:
-        await check_url_target(feed_url, allow_loopback=settings.allow_loopback_sources)
-    except AddressRefused as error:
-        raise SourceRejected(SourceErrorCode.ADDRESS_REFUSED, str(error), "feedUrl") from error
+    if resolve:
+        try:
+            await check_url_target(feed_url, allow_loopback=settings.allow_loopback_sources)
+        except AddressRefused as error:
+            raise SourceRejected(SourceErrorCode.ADDRESS_REFUSED, str(error), "feedUrl") from error
     min_s, max_s = _interval_bounds(settings, request)
     if not 0.0 <= request.authority <= 1.0:
         raise SourceRejected(SourceErrorCode.INVALID, "authority must be between 0 and 1", "authority")
     new = repository.NewSource(
         feed_url=feed_url,
         name=(request.name or feed_url)[:300],
-        site_url=None,
+        site_url=request.site_url,
         category=request.category,
         language=request.language,
         authority=request.authority,

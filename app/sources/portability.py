@@ -1,0 +1,71 @@
+"""Sources in and out as OPML, and the default list a new installation starts with."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from importlib import resources
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.settings import Settings
+from app.sources.models import Source
+from app.sources.opml import OpmlFeed, read_opml, write_opml
+from app.sources.service import SourceErrorCode, SourceRejected, SourceRequest, create_source
+
+log = logging.getLogger(__name__)
+MAX_OPML_FEEDS = 10_000
+
+
+@dataclass
+class ImportReport:
+    created: list[Source] = field(default_factory=list)
+    existing: int = 0
+    rejected: list[tuple[str, SourceRejected]] = field(default_factory=list)
+
+
+async def import_opml(
+    session: AsyncSession, settings: Settings, document: bytes, *, resolve: bool = True
+) -> ImportReport:
+    """Every feed of the document becomes a source, once; refusals are reported, not fatal."""
+    feeds = read_opml(document)
+    if len(feeds) > MAX_OPML_FEEDS:
+        raise SourceRejected(SourceErrorCode.INVALID, f"more than {MAX_OPML_FEEDS} feeds in one import", "opml")
+    report = ImportReport()
+    for feed in feeds:
+        request = SourceRequest(
+            feed_url=feed.feed_url, name=feed.title, site_url=feed.site_url, category=feed.category,
+            language=feed.language, authority=feed.authority if feed.authority is not None else 0.5,
+        )  # fmt: skip
+        try:
+            async with session.begin_nested():  # one refused feed does not undo the others
+                report.created.append(await create_source(session, settings, request, resolve=resolve))
+        except SourceRejected as error:
+            if error.code is SourceErrorCode.DUPLICATE:
+                report.existing += 1
+            else:
+                report.rejected.append((feed.feed_url, error))
+    return report
+
+
+async def export_opml(session: AsyncSession) -> str:
+    sources = await session.scalars(select(Source).order_by(Source.id))
+    return write_opml([
+        OpmlFeed(feed_url=s.feed_url, title=s.name, site_url=s.site_url, category=s.category, language=s.language,
+                 authority=s.authority)
+        for s in sources
+    ])  # fmt: skip
+
+
+def default_sources_opml() -> bytes:
+    return resources.files("app.sources").joinpath("default_sources.opml").read_bytes()
+
+
+async def load_default_sources(session: AsyncSession, settings: Settings) -> int:
+    """On a database without sources, add the shipped list; returns how many were added."""
+    if await session.scalar(select(func.count()).select_from(Source)):
+        return 0
+    report = await import_opml(session, settings, default_sources_opml(), resolve=False)
+    log.info("no sources yet: added the %d default sources", len(report.created))
+    return len(report.created)
