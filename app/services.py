@@ -25,10 +25,10 @@ class Services:
     broadcaster: Broadcaster
 
     @classmethod
-    def open(cls, settings: Settings) -> Services:
+    def open(cls, settings: Settings, *, pre_ping: bool = True) -> Services:
         if not settings.redis_url:
             raise RedisNotConfigured("REDIS_URL is not set: run `newsagg up` (starts embedded Redis) or set REDIS_URL")
-        engine = create_engine(settings)
+        engine = create_engine(settings, pre_ping=pre_ping)
         redis = Redis.from_url(settings.redis_url)
         return cls(settings, engine, session_factory(engine), redis, Broadcaster(redis))
 

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 async def startup(ctx: dict[str, Any]) -> None:
     settings: Settings = ctx.get("settings") or get_settings()
     ctx["settings"] = settings
-    ctx["services"] = Services.open(settings)
+    ctx["services"] = Services.open(settings, pre_ping=False)  # see app.db.engine.create_engine
     ctx["http"] = new_http_client(settings)
     ctx["politeness"] = Politeness(ctx["services"].redis, ctx["http"], settings)
 
@@ -54,7 +54,7 @@ async def refresh_source_job(
     """Refresh one claimed source; a wait it asks for (politeness, a transient error) becomes a deferred job."""
     services: Services = ctx["services"]
     outcome = await refresh_source(
-        services.db, ctx["http"], services.settings, source_id,
+        services.engine, ctx["http"], services.settings, source_id,
         politeness=ctx["politeness"], attempt=attempt, admitted=admitted,
     )  # fmt: skip
     if outcome.status in ("retry", "deferred"):

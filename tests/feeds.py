@@ -37,7 +37,7 @@ def rss(items: list[Item], *, title: str = "Test Wire", link: str = "https://exa
 
 
 def atom(items: list[Item], *, title: str = "Atom Desk") -> bytes:
-    entries = [f"<entry><title>{escape(i.title)}</title><link href=\"{escape(i.link)}\"/>"
+    entries = [f"<entry><title>{escape(i.title)}</title>" + (f"<link href=\"{escape(i.link)}\"/>" if i.link else "") +
                f"<id>{escape(i.guid or i.link)}</id><summary type=\"html\">{escape(i.summary)}</summary>"
                f"<updated>{(i.published or datetime.now(UTC)).isoformat()}</updated></entry>"
                for i in items]  # fmt: skip

@@ -25,7 +25,7 @@ def test_rss_entries_are_mapped_and_cleaned() -> None:
     assert [e.title for e in feed.entries] == ["Story 0", "Story 1", "Story 2"]
     first = feed.entries[0]
     assert first.url == "https://news.example.org/story-0"  # utm_* dropped
-    assert first.external_id == "https://feeds.example.org/Story-0"  # feedparser resolves a permalink guid
+    assert first.external_id == "Story-0"
     assert first.summary == "Summary of Story 0"  # tags and the script gone
     assert first.published_at == datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
@@ -47,11 +47,25 @@ def test_relative_links_future_dates_and_missing_fields() -> None:
         Item(title="No link", link=""),
         Item(title="No date", link="https://x.example/2"),
     ]))  # fmt: skip
-    assert [e.title for e in feed.entries] == ["Relative", "No date"]
+    assert [e.title for e in feed.entries] == ["Relative", "https://x.example/no-title", "No date"]
     assert feed.entries[0].url == "https://feeds.example.org/a/1"
     assert feed.entries[0].published_at == NOW  # clamped
-    assert feed.entries[1].published_at == NOW  # fetch time
-    assert feed.skipped == 2
+    assert feed.entries[2].published_at == NOW  # fetch time
+    assert feed.skipped == 1  # neither a link nor an id
+
+
+def test_untitled_entries_and_id_only_entries_are_kept() -> None:
+    feed = parse(atom([Item(title="", link="", guid="urn:uuid:1234", summary="<p>A quake struck at dawn.</p>")]))
+    assert [(e.url, e.external_id, e.title) for e in feed.entries] == [
+        (None, "urn:uuid:1234", "A quake struck at dawn.")]  # fmt: skip
+
+
+def test_a_guid_repeated_for_another_url_keeps_both() -> None:
+    entries = [Item(title=f"T{k}", link=f"https://x.example/{k}", guid=f"g{k}") for k in range(40)]
+    entries.append(Item(title="Reused", link="https://x.example/other", guid="g3"))
+    ids = [e.external_id for e in parse(rss(entries)).entries]
+    assert len(set(ids)) == 41
+    assert ids[-1] == "https://x.example/other"
 
 
 def test_entity_bomb_is_defused_by_stripping_the_doctype() -> None:

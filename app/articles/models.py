@@ -24,7 +24,7 @@ class Article(Base):
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"))
     external_id: Mapped[str] = mapped_column(Text)
-    url: Mapped[str] = mapped_column(Text, unique=True)
+    url: Mapped[str | None] = mapped_column(Text, unique=True)  # NULL for entries known only by an id
     title: Mapped[str] = mapped_column(Text)
     summary: Mapped[str] = mapped_column(Text, default="")
     author: Mapped[str | None] = mapped_column(Text)

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, tuple_
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.articles.models import Article
+from app.db.engine import Executor
 
 
 @dataclass(frozen=True, slots=True)
 class NewArticle:
     source_id: int
     external_id: str
-    url: str
+    url: str | None
     title: str
     summary: str
     author: str | None
@@ -31,22 +31,33 @@ class InsertedArticle:
     published_at: datetime
 
 
-async def insert_new(session: AsyncSession, rows: Sequence[NewArticle]) -> list[InsertedArticle]:
+# One statement whatever the batch size: arrays unnested into rows, so it is prepared once and reused.
+_INSERT_NEW = text("""
+    INSERT INTO articles (source_id, external_id, url, title, summary, author, published_at, content_hash)
+    SELECT * FROM unnest(
+        CAST(:source_id AS bigint[]), CAST(:external_id AS text[]), CAST(:url AS text[]), CAST(:title AS text[]),
+        CAST(:summary AS text[]), CAST(:author AS text[]), CAST(:published_at AS timestamptz[]),
+        CAST(:content_hash AS bigint[]))
+    ON CONFLICT DO NOTHING
+    RETURNING id, published_at
+""")
+_COLUMNS = ("source_id", "external_id", "url", "title", "summary", "author", "published_at", "content_hash")
+
+
+async def insert_new(session: Executor, rows: Sequence[NewArticle]) -> list[InsertedArticle]:
     """One statement; rows whose URL or (source, external id) already exist are skipped. Returns the new ones."""
     if not rows:
         return []
     by_identity: dict[tuple[int, str], NewArticle] = {}
     seen_urls: set[str] = set()
     for row in rows:  # one feed may list an entry twice; Postgres refuses one statement that conflicts with itself
-        if row.url not in seen_urls and (row.source_id, row.external_id) not in by_identity:
+        if (row.url is None or row.url not in seen_urls) and (row.source_id, row.external_id) not in by_identity:
             by_identity[(row.source_id, row.external_id)] = row
-            seen_urls.add(row.url)
-    result = await session.execute(
-        insert(Article)
-        .values([asdict(r) for r in by_identity.values()])
-        .on_conflict_do_nothing()
-        .returning(Article.id, Article.published_at)
-    )
+            if row.url is not None:
+                seen_urls.add(row.url)
+    unique = list(by_identity.values())
+    columns = {name: [getattr(row, name) for row in unique] for name in _COLUMNS}
+    result = await session.execute(_INSERT_NEW, columns)
     return sorted((InsertedArticle(id=r.id, published_at=r.published_at) for r in result), key=lambda a: a.id)
 
 

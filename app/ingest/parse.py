@@ -5,7 +5,7 @@ from __future__ import annotations
 import calendar
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +19,7 @@ from app.ingest.urls import InvalidUrl, normalize_url
 _DOCTYPE = re.compile(rb"<!DOCTYPE\s[^\[>]*(?:\[.*?\]\s*)?>", re.IGNORECASE | re.DOTALL)
 _PROLOG_BYTES = 4096
 GUID_TOLERANCE = 0.05
+UNTITLED_TITLE_CHARS = 120
 
 
 class FeedParseError(ValueError):
@@ -28,7 +29,7 @@ class FeedParseError(ValueError):
 @dataclass(frozen=True, slots=True)
 class ParsedEntry:
     external_id: str
-    url: str
+    url: str | None  # None for an entry known only by its id (an Atom urn, say)
     title: str
     summary: str
     author: str | None
@@ -41,7 +42,7 @@ class ParsedFeed:
     site_url: str | None
     language: str | None
     entries: list[ParsedEntry] = field(default_factory=list)
-    skipped: int = 0  # entries without a usable link or title
+    skipped: int = 0  # entries with neither a usable link nor an id
     ttl_minutes: str | None = None  # RSS <ttl>: the publisher's idea of how long to wait
     bozo: str | None = None  # feedparser's complaint, when it still recovered entries
 
@@ -60,10 +61,15 @@ def parse_feed(
     meta, raw_entries, bozo = _read(body, feed_url, content_type)
     use_guids = guids_usable(raw_entries)
     entries: list[ParsedEntry] = []
+    seen_ids: set[str] = set()
     for raw in raw_entries:
         entry = _entry(raw, feed_url=feed_url, fetched_at=fetched_at, limits=limits, use_guid=use_guids)
-        if entry is not None:
-            entries.append(entry)
+        if entry is None:
+            continue
+        if entry.external_id in seen_ids and entry.url and entry.url != entry.external_id:
+            entry = replace(entry, external_id=entry.url)  # a GUID repeated for another URL: a different article
+        seen_ids.add(entry.external_id)
+        entries.append(entry)
     return ParsedFeed(
         title=html_to_text(meta.get("title") or "", limits.title) or None,
         site_url=_safe_url(meta.get("link"), feed_url),
@@ -83,8 +89,12 @@ def _read(body: bytes, feed_url: str, content_type: str | None) -> tuple[Any, li
         except NotJsonFeed as error:
             raise FeedParseError(f"not a readable feed: {error}") from error
         return meta, raw_entries, None
-    headers = {"content-location": feed_url, "content-type": content_type or "application/xml"}
-    result = feedparser.parse(strip_doctype(body), response_headers=headers, sanitize_html=False)
+    headers = {"content-type": content_type or "application/xml"}  # no base: normalize_url resolves links
+    # Summaries become plain text and links are resolved by normalize_url: feedparser need not re-parse
+    # embedded HTML to sanitize it or to resolve the URIs inside it.
+    result = feedparser.parse(
+        strip_doctype(body), response_headers=headers, sanitize_html=False, resolve_relative_uris=False
+    )
     bozo = str(result.get("bozo_exception")) if result.get("bozo") else None
     if not result.entries and (bozo or not result.get("version")):
         raise FeedParseError(_describe_failure(body, bozo))
@@ -106,20 +116,26 @@ def guids_usable(raw_entries: list[Any]) -> bool:
 
 
 def _entry(raw: Any, *, feed_url: str, fetched_at: datetime, limits: TextLimits, use_guid: bool) -> ParsedEntry | None:
+    """None for an entry with neither a usable link nor an id: nothing could ever point at it again."""
     url = _safe_url(raw.get("link"), feed_url)
-    title = html_to_text(raw.get("title", ""), limits.title)
-    if url is None or not title:
+    guid = str(raw.get("id") or "").strip()
+    if url is None and not guid:
         return None
-    summary_html = raw.get("summary") or _first_content(raw) or ""
-    guid = str(raw.get("id") or "").strip() if use_guid else ""
+    summary = html_to_text(raw.get("summary") or _first_content(raw) or "", limits.summary)
+    title = html_to_text(raw.get("title", ""), limits.title) or _title_from(summary, limits.title) or url or guid
     return ParsedEntry(
-        external_id=(guid or url)[:2000],
+        external_id=((guid if use_guid else "") or url or guid)[:2000],
         url=url,
         title=title,
-        summary=html_to_text(summary_html, limits.summary),
+        summary=summary,
         author=(raw.get("author") or None),
         published_at=_published(raw, fetched_at),
     )
+
+
+def _title_from(summary: str, limit: int) -> str:
+    """An untitled entry (RSS allows them) is named by the start of its text."""
+    return html_to_text(summary, min(limit, UNTITLED_TITLE_CHARS)) if summary else ""
 
 
 def _first_content(raw: Any) -> str | None:

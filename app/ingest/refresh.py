@@ -9,24 +9,36 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import httpx
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.articles import repository as articles
 from app.articles.fingerprints import content_hash
 from app.ingest.crawl_policy import Bounds, CrawlPolicy, CrawlState, Decision, FailureKind, after_failure, after_success
 from app.ingest.fetch import FetchedFeed, FetchError, FetchPolicy, fetch_feed
 from app.ingest.hints import publisher_delay_s
-from app.ingest.parse import FeedParseError, ParsedFeed, TextLimits, parse_feed
+from app.ingest.parse import FeedParseError, ParsedEntry, ParsedFeed, TextLimits, parse_feed
 from app.ingest.politeness import Politeness
 from app.settings import Settings
 from app.sources import repository as sources
-from app.sources.models import ClaimStatus, CrawlSchedule, FetchLog, Source, SourceStatus
+from app.sources.models import ClaimStatus, SourceStatus
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# feedparser is pure Python: more threads would only fight over the GIL (with each other and with the event
+# loop), so each process parses in one thread of its own, off the loop.
+_PARSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedparser")
+
+
+async def _in_parser_thread(function: Callable[..., T], *args: Any) -> T:
+    return await asyncio.get_running_loop().run_in_executor(_PARSER, function, *args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +51,25 @@ class RefreshOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class _SourceView:
+    """The columns of a source a refresh reads."""
+
+    id: int
+    feed_url: str
+    etag: str | None
+    last_modified: str | None
+    min_interval_s: int
+    max_interval_s: int
+
+
+@dataclass(frozen=True, slots=True)
 class _Plan:
-    source: Source
+    source: _SourceView
     state: CrawlState
 
 
 async def refresh_source(
-    db: async_sessionmaker[AsyncSession],
+    db: AsyncEngine,
     http: httpx.AsyncClient,
     settings: Settings,
     source_id: int,
@@ -55,8 +79,7 @@ async def refresh_source(
     admitted: bool = False,
 ) -> RefreshOutcome:
     """`attempt` counts transient-error retries; `admitted` means a politeness slot is already reserved."""
-    async with db.begin() as session:
-        plan = await _load_plan(session, source_id)
+    plan = await _load_plan(db, source_id)
     if plan is None:
         return RefreshOutcome(source_id, "skipped")
     if politeness is not None and not admitted:
@@ -72,33 +95,60 @@ async def refresh_source(
             http, plan.source.feed_url, FetchPolicy.from_settings(settings),
             etag=plan.source.etag, last_modified=plan.source.last_modified, now=fetched_at,
         )  # fmt: skip
-        parsed = None if fetched.not_modified else await asyncio.to_thread(_parse, fetched, settings, fetched_at)
     except FetchError as error:
         delays = settings.crawl_retry_delays_seconds
         if error.transient and attempt <= len(delays):
-            async with db.begin() as session:
-                await _log_error(session, plan.source.id, error, f" (attempt {attempt} of {len(delays) + 1})")
+            async with db.begin() as connection:
+                note = f" (attempt {attempt} of {len(delays) + 1})"
+                await sources.add_fetch_log(connection, source_id=plan.source.id, **_error_log(error, note))
             return RefreshOutcome(source_id, "retry", error_class=error.error_class, retry_in_s=delays[attempt - 1])
         kind = FailureKind.THROTTLED if error.throttled else FailureKind.GONE if error.gone else FailureKind.STRIKE
         return await _fail(db, settings, plan, error, kind)
+    return await _ingest(db, settings, plan, fetched, fetched_at)
+
+
+async def ingest_body(
+    db: AsyncEngine,
+    settings: Settings,
+    source_id: int,
+    body: bytes,
+    content_type: str | None = None,
+) -> RefreshOutcome:
+    """A feed document that arrived without a fetch (a WebSub push, a replay): parsed and stored as if fetched."""
+    plan = await _load_plan(db, source_id)
+    if plan is None:
+        return RefreshOutcome(source_id, "skipped")
+    fetched = FetchedFeed(status_code=200, final_url=plan.source.feed_url, body=body, content_type=content_type,
+                          etag=plan.source.etag, last_modified=plan.source.last_modified, duration_ms=0)  # fmt: skip
+    return await _ingest(db, settings, plan, fetched, datetime.now(UTC))
+
+
+async def _ingest(
+    db: AsyncEngine, settings: Settings, plan: _Plan, fetched: FetchedFeed, now: datetime
+) -> RefreshOutcome:
+    try:
+        parsed = None if fetched.not_modified else await _in_parser_thread(_parse, fetched, settings, now)
     except FeedParseError as error:
         return await _fail(db, settings, plan, error, FailureKind.STRIKE)
-    async with db.begin() as session:
-        return await _store_success(session, settings, plan, fetched, parsed, fetched_at)
+    async with db.begin() as connection:
+        return await _store_success(connection, settings, plan, fetched, parsed, now)
 
 
-async def _load_plan(session: AsyncSession, source_id: int) -> _Plan | None:
-    schedule = await sources.lock_schedule(session, source_id)
-    source = await session.get(Source, source_id)
-    if schedule is None or source is None:
-        return None
-    if source.status != SourceStatus.ACTIVE:
-        schedule.status = ClaimStatus.PENDING
-        return None
-    return _Plan(source=source, state=_state_of(schedule))
+async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
+    """One round trip: an autocommit read (the caller owns the source through its claim, so no lock is needed)."""
+    async with db.connect() as connection:
+        connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
+        row = await sources.refresh_row(connection, source_id)
+        if row is None:
+            return None
+        if row.status != SourceStatus.ACTIVE:
+            await sources.save_schedule(connection, source_id, status=ClaimStatus.PENDING)
+            return None
+    view = _SourceView(row.id, row.feed_url, row.etag, row.last_modified, row.min_interval_s, row.max_interval_s)
+    return _Plan(source=view, state=_state_of(row))
 
 
-def _state_of(row: CrawlSchedule) -> CrawlState:
+def _state_of(row: Any) -> CrawlState:
     return CrawlState(
         articles_per_hour=row.articles_per_hour,
         hourly_histogram=tuple(row.hourly_histogram),
@@ -112,29 +162,41 @@ def _state_of(row: CrawlSchedule) -> CrawlState:
     )
 
 
-async def _apply(session: AsyncSession, source: Source, decision: Decision, last_error: str | None) -> None:
-    """Write a decision: the schedule row, and the source's status or URL when they change."""
-    schedule = await sources.lock_schedule(session, source.id)
-    assert schedule is not None  # deleted only with its source, which cascades
+async def _apply(
+    session: AsyncConnection,
+    source: _SourceView,
+    decision: Decision,
+    fetch_log: dict[str, object],
+    last_error: str | None = None,
+    validators: dict[str, str | None] | None = None,
+) -> None:
+    """Write a decision and its fetch log row; the source row only when it changes."""
     state = decision.state
-    schedule.articles_per_hour = state.articles_per_hour
-    schedule.hourly_histogram = list(state.hourly_histogram)
-    schedule.last_fetched_at = state.last_fetched_at
-    schedule.consecutive_failures = state.consecutive_failures
-    schedule.gone_streak = state.gone_streak
-    schedule.throttle_streak = state.throttle_streak
-    schedule.circuit = state.circuit
-    schedule.redirect_url = state.redirect_url
-    schedule.redirect_streak = state.redirect_streak
-    schedule.last_error = last_error
-    schedule.status = ClaimStatus.PENDING
-    schedule.next_crawl_at = decision.next_crawl_at
+    schedule: dict[str, object] = {
+        "articles_per_hour": state.articles_per_hour, "hourly_histogram": list(state.hourly_histogram),
+        "last_fetched_at": state.last_fetched_at, "consecutive_failures": state.consecutive_failures,
+        "gone_streak": state.gone_streak, "throttle_streak": state.throttle_streak, "circuit": state.circuit,
+        "redirect_url": state.redirect_url, "redirect_streak": state.redirect_streak, "last_error": last_error,
+        "status": ClaimStatus.PENDING, "next_crawl_at": decision.next_crawl_at,
+    }  # fmt: skip
+    changes: dict[str, object] = {k: v for k, v in (validators or {}).items() if v != getattr(source, k)}
     if decision.source_status != SourceStatus.ACTIVE:
         log.warning("source %s (%s) is now %s: %s", source.id, source.feed_url, decision.source_status, last_error)
-        await sources.update_source(session, source.id, status=decision.source_status)
+        changes["status"] = decision.source_status
     if decision.move_feed_to and not await sources.feed_url_taken(session, decision.move_feed_to):
         log.info("source %s moved permanently: %s -> %s", source.id, source.feed_url, decision.move_feed_to)
-        await sources.update_source(session, source.id, feed_url=decision.move_feed_to, etag=None, last_modified=None)
+        changes.update(feed_url=decision.move_feed_to, etag=None, last_modified=None)
+    await sources.record_fetch(session, source.id, schedule=schedule, fetch_log=fetch_log, source_changes=changes)
+
+
+def article_rows(source_id: int, entries: list[ParsedEntry]) -> list[articles.NewArticle]:
+    return [
+        articles.NewArticle(
+            source_id=source_id, external_id=e.external_id, url=e.url, title=e.title, summary=e.summary,
+            author=e.author, published_at=e.published_at, content_hash=content_hash(e.title, e.summary),
+        )
+        for e in entries
+    ]  # fmt: skip
 
 
 def _parse(fetched: FetchedFeed, settings: Settings, fetched_at: datetime) -> ParsedFeed:
@@ -146,7 +208,7 @@ def _parse(fetched: FetchedFeed, settings: Settings, fetched_at: datetime) -> Pa
 
 
 async def _store_success(
-    session: AsyncSession,
+    session: AsyncConnection,
     settings: Settings,
     plan: _Plan,
     fetched: FetchedFeed,
@@ -155,13 +217,7 @@ async def _store_success(
 ) -> RefreshOutcome:
     source = plan.source
     entries = parsed.entries if parsed else []
-    rows = [
-        articles.NewArticle(
-            source_id=source.id, external_id=e.external_id, url=e.url, title=e.title, summary=e.summary,
-            author=e.author, published_at=e.published_at, content_hash=content_hash(e.title, e.summary),
-        )
-        for e in entries
-    ]  # fmt: skip
+    rows = article_rows(source.id, entries)
     inserted = await articles.insert_new(session, rows)
     decision = after_success(
         plan.state,
@@ -174,24 +230,20 @@ async def _store_success(
         feed_url=source.feed_url,
         permanent_url=fetched.permanent_url,
     )
-    await _apply(session, source, decision, last_error=None)
-    if not fetched.not_modified:
-        await sources.update_source(session, source.id, etag=fetched.etag, last_modified=fetched.last_modified)
-    await sources.add_fetch_log(
-        session,
-        FetchLog(
-            source_id=source.id, status_code=fetched.status_code, duration_ms=fetched.duration_ms,
-            bytes=len(fetched.body), items_seen=len(rows), items_new=len(inserted),
-            error_class="parse_recovered" if parsed and parsed.bozo else None,
-            error_message=parsed.bozo if parsed else None,
-        ),
-    )  # fmt: skip
+    validators = None if fetched.not_modified else {"etag": fetched.etag, "last_modified": fetched.last_modified}
+    fetch_log: dict[str, object] = {
+        "status_code": fetched.status_code, "duration_ms": fetched.duration_ms, "bytes": len(fetched.body),
+        "items_seen": len(rows), "items_new": len(inserted),
+        "error_class": "parse_recovered" if parsed and parsed.bozo else None,
+        "error_message": parsed.bozo if parsed else None,
+    }  # fmt: skip
+    await _apply(session, source, decision, fetch_log, validators=validators)
     status = "not_modified" if fetched.not_modified else "fetched"
     return RefreshOutcome(source.id, status, [a.id for a in inserted])
 
 
 async def _fail(
-    db: async_sessionmaker[AsyncSession], settings: Settings, plan: _Plan, error: Exception, kind: FailureKind
+    db: AsyncEngine, settings: Settings, plan: _Plan, error: Exception, kind: FailureKind
 ) -> RefreshOutcome:
     error_class = error.error_class if isinstance(error, FetchError) else "parse"
     retry_after = error.retry_after_s if isinstance(error, FetchError) else None
@@ -199,20 +251,16 @@ async def _fail(
     decision = after_failure(
         plan.state, CrawlPolicy.from_settings(settings), now=datetime.now(UTC), kind=kind, retry_after_s=retry_after
     )
-    async with db.begin() as session:
-        await _apply(session, plan.source, decision, last_error=f"{error_class}: {error}"[:2000])
-        await _log_error(session, plan.source.id, error)
+    async with db.begin() as connection:
+        await _apply(connection, plan.source, decision, _error_log(error), last_error=f"{error_class}: {error}"[:2000])
     return RefreshOutcome(plan.source.id, "failed", error_class=error_class)
 
 
-async def _log_error(session: AsyncSession, source_id: int, error: Exception, suffix: str = "") -> None:
-    await sources.add_fetch_log(
-        session,
-        FetchLog(
-            source_id=source_id,
-            status_code=error.status_code if isinstance(error, FetchError) else 200,
-            duration_ms=0, bytes=0, items_seen=0, items_new=0,
-            error_class=error.error_class if isinstance(error, FetchError) else "parse",
-            error_message=(str(error) + suffix)[:2000],
-        ),
-    )  # fmt: skip
+def _error_log(error: Exception, suffix: str = "") -> dict[str, object]:
+    """The fetch log row of a fetch that produced no feed."""
+    return {
+        "status_code": error.status_code if isinstance(error, FetchError) else 200,
+        "duration_ms": 0, "bytes": 0, "items_seen": 0, "items_new": 0,
+        "error_class": error.error_class if isinstance(error, FetchError) else "parse",
+        "error_message": (str(error) + suffix)[:2000],
+    }  # fmt: skip

@@ -18,7 +18,7 @@ from app.articles.models import Article
 @strawberry.type(name="Article", description="One article, stored once per URL.")
 class ArticleNode(relay.Node):
     id: relay.NodeID[int]
-    url: str
+    url: str | None = strawberry.field(description="The article's page; null for the rare entry known only by an id.")
     title: str
     summary: str = strawberry.field(description="Plain text: tags, scripts and styles removed.")
     author: str | None
