@@ -104,6 +104,16 @@ class Settings(BaseSettings):
         description="Accept feeds on loopback addresses (demo/replay mode turns this on; never in production).",
     )
 
+    # --- WebSub (push) ------------------------------------------------------------------------------------
+    public_url: str | None = Field(
+        default=None,
+        description="Base URL at which WebSub hubs reach this API (e.g. https://news.example.com); unset = no push.",
+    )
+    websub_lease_seconds: int = Field(default=10 * 86400, description="Subscription lease asked of hubs.")
+    websub_renew_before_hours: float = Field(default=24, description="Renew a lease this long before it ends.")
+    websub_poll_hours: float = Field(default=6, description="A source the hub pushes is still polled this often.")
+    websub_retry_hours: float = Field(default=24, description="Wait before asking a hub again after a failure.")
+
     # --- parsing ------------------------------------------------------------------------------------------
     summary_max_chars: int = Field(default=1000, description="Plain-text summaries are cut to this length.")
     title_max_chars: int = Field(default=500, description="Titles are cut to this length.")

@@ -12,11 +12,13 @@ from arq.worker import Function, Worker, func
 from app.ingest.events import publish_articles_added
 from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
-from app.ingest.queue_names import CRAWL_TICK, REFRESH_SOURCE
-from app.ingest.refresh import refresh_source
+from app.ingest.queue_names import CRAWL_TICK, INGEST_PUSH, REFRESH_SOURCE, WEBSUB_SUBSCRIBE
+from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
 from app.ingest.scheduler import claim_due_sources
 from app.services import Services
 from app.settings import Settings, get_settings
+from app.websub.protocol import Discovery
+from app.websub.service import renewals_due, subscribe
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +68,47 @@ async def refresh_source_job(
             _defer_by=outcome.retry_in_s,
             _queue_name=services.settings.queue_name,
         )
-    await publish_articles_added(services.redis, source_id, outcome.new_article_ids)
+    await after_ingest(ctx, source_id, outcome)
     return {"status": outcome.status, "new": len(outcome.new_article_ids), "error": outcome.error_class}
+
+
+async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutcome) -> None:
+    """What follows a committed ingest: new articles announced, a discovered hub subscribed to."""
+    services: Services = ctx["services"]
+    await publish_articles_added(services.redis, source_id, outcome.new_article_ids)
+    if outcome.subscribe is not None:
+        await ctx["redis"].enqueue_job(
+            WEBSUB_SUBSCRIBE, source_id, outcome.subscribe.hub, outcome.subscribe.topic,
+            _job_id=f"websub:{source_id}", _queue_name=services.settings.queue_name,
+        )  # fmt: skip
+
+
+async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, content_type: str | None) -> str:
+    """A hub pushed new entries: store them at once."""
+    services: Services = ctx["services"]
+    outcome = await ingest_body(services.engine, services.settings, source_id, body, content_type)
+    await after_ingest(ctx, source_id, outcome)
+    return outcome.status
+
+
+async def websub_subscribe_job(ctx: dict[str, Any], source_id: int, hub: str, topic: str) -> str:
+    services: Services = ctx["services"]
+    return await subscribe(services.engine, ctx["http"], services.settings, source_id, Discovery(hub, topic))
+
+
+async def websub_renew(ctx: dict[str, Any]) -> int:
+    """Hourly: ask hubs again before leases run out."""
+    services: Services = ctx["services"]
+    if not services.settings.public_url:
+        return 0
+    async with services.engine.connect() as connection:
+        due = await renewals_due(connection, services.settings)
+    for source_id, found in due:
+        await ctx["redis"].enqueue_job(
+            WEBSUB_SUBSCRIBE, source_id, found.hub, found.topic,
+            _job_id=f"websub:{source_id}", _queue_name=services.settings.queue_name,
+        )  # fmt: skip
+    return len(due)
 
 
 def tick_seconds(every: int) -> set[int]:
@@ -82,11 +123,14 @@ def worker_options(settings: Settings) -> dict[str, Any]:
     functions: list[Function] = [
         func(refresh_source_job, name=REFRESH_SOURCE, keep_result=0, max_tries=1),
         func(crawl_tick, name=CRAWL_TICK, keep_result=0, max_tries=1),  # also enqueueable, besides the cron
+        func(ingest_push_job, name=INGEST_PUSH, keep_result=0, max_tries=1),
+        func(websub_subscribe_job, name=WEBSUB_SUBSCRIBE, keep_result=0, max_tries=1),
     ]
     return {
         "functions": functions,
         "cron_jobs": [
-            cron(crawl_tick, second=tick_seconds(settings.crawl_tick_seconds), run_at_startup=True, keep_result=0)
+            cron(crawl_tick, second=tick_seconds(settings.crawl_tick_seconds), run_at_startup=True, keep_result=0),
+            cron(websub_renew, minute=17, second=0, keep_result=0),
         ],
         "on_startup": startup,
         "on_shutdown": shutdown,

@@ -18,6 +18,7 @@ from app.api.context import Context
 from app.api.limits import BodySizeLimit
 from app.api.queue import JobQueue
 from app.api.schema import build_schema
+from app.api.websub import websub_routes
 from app.health import check_health
 from app.services import Services
 from app.settings import Settings
@@ -77,6 +78,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             Route("/healthz", healthz),
             Route("/graphql", graphql_app),
             WebSocketRoute("/graphql", graphql_app),
+            *websub_routes(lambda: holder["services"], queue),
         ],
         lifespan=lifespan,
         middleware=[Middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)],

@@ -44,6 +44,7 @@ class ParsedFeed:
     entries: list[ParsedEntry] = field(default_factory=list)
     skipped: int = 0  # entries with neither a usable link nor an id
     ttl_minutes: str | None = None  # RSS <ttl>: the publisher's idea of how long to wait
+    links: dict[str, str] = field(default_factory=dict)  # feed-level links by rel: hub, self (WebSub)
     bozo: str | None = None  # feedparser's complaint, when it still recovered entries
 
 
@@ -78,6 +79,7 @@ def parse_feed(
         skipped=len(raw_entries) - len(entries),
         bozo=bozo,
         ttl_minutes=meta.get("ttl") or None,
+        links=_feed_links(meta, feed_url),
     )
 
 
@@ -136,6 +138,15 @@ def _entry(raw: Any, *, feed_url: str, fetched_at: datetime, limits: TextLimits,
 def _title_from(summary: str, limit: int) -> str:
     """An untitled entry (RSS allows them) is named by the start of its text."""
     return html_to_text(summary, min(limit, UNTITLED_TITLE_CHARS)) if summary else ""
+
+
+def _feed_links(meta: Any, feed_url: str) -> dict[str, str]:
+    links: dict[str, str] = {}
+    for link in meta.get("links") or []:
+        rel, href = link.get("rel"), _safe_url(link.get("href"), feed_url)
+        if rel in ("hub", "self") and href and rel not in links:
+            links[rel] = href
+    return links
 
 
 def _first_content(raw: Any) -> str | None:

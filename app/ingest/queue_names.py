@@ -2,3 +2,5 @@
 
 REFRESH_SOURCE = "refresh_source_job"
 CRAWL_TICK = "crawl_tick"
+WEBSUB_SUBSCRIBE = "websub_subscribe_job"
+INGEST_PUSH = "ingest_push_job"

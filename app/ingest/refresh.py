@@ -28,6 +28,8 @@ from app.ingest.politeness import Politeness
 from app.settings import Settings
 from app.sources import repository as sources
 from app.sources.models import ClaimStatus, SourceStatus
+from app.websub.protocol import Discovery, discover
+from app.websub.service import WebSubView, pushed, wants_subscription
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,6 +50,7 @@ class RefreshOutcome:
     new_article_ids: list[int] = field(default_factory=list)
     error_class: str | None = None
     retry_in_s: float | None = None  # retry / deferred: run the refresh again after this long
+    subscribe: Discovery | None = None  # a WebSub hub to subscribe to, after commit
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,7 @@ class _SourceView:
     last_modified: str | None
     min_interval_s: int
     max_interval_s: int
+    websub: WebSubView
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +148,10 @@ async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
         if row.status != SourceStatus.ACTIVE:
             await sources.save_schedule(connection, source_id, status=ClaimStatus.PENDING)
             return None
-    view = _SourceView(row.id, row.feed_url, row.etag, row.last_modified, row.min_interval_s, row.max_interval_s)
+    websub = WebSubView(row.websub_state, row.websub_hub, row.websub_lease_expires_at, row.websub_updated_at)
+    view = _SourceView(
+        row.id, row.feed_url, row.etag, row.last_modified, row.min_interval_s, row.max_interval_s, websub
+    )
     return _Plan(source=view, state=_state_of(row))
 
 
@@ -219,9 +226,13 @@ async def _store_success(
     entries = parsed.entries if parsed else []
     rows = article_rows(source.id, entries)
     inserted = await articles.insert_new(session, rows)
+    bounds = Bounds(source.min_interval_s, source.max_interval_s)
+    if pushed(source.websub, now):  # the hub brings new entries; polling is only a safety net
+        bounds = Bounds(int(settings.websub_poll_hours * 3600), int(settings.websub_poll_hours * 3600))
+    found = discover(fetched.links, parsed.links if parsed else {}, source.feed_url)
     decision = after_success(
         plan.state,
-        Bounds(source.min_interval_s, source.max_interval_s),
+        bounds,
         CrawlPolicy.from_settings(settings),
         now=now,
         new_published=[a.published_at for a in inserted],
@@ -239,7 +250,8 @@ async def _store_success(
     }  # fmt: skip
     await _apply(session, source, decision, fetch_log, validators=validators)
     status = "not_modified" if fetched.not_modified else "fetched"
-    return RefreshOutcome(source.id, status, [a.id for a in inserted])
+    subscribe = found if wants_subscription(source.websub, found, settings, now) else None
+    return RefreshOutcome(source.id, status, [a.id for a in inserted], subscribe=subscribe)
 
 
 async def _fail(

@@ -76,6 +76,14 @@ class Source(Base):
     etag: Mapped[str | None] = mapped_column(Text)
     last_modified: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = created_at_column()
+    # WebSub: the hub pushes this feed to /websub/<token>, signed with the secret
+    websub_hub: Mapped[str | None] = mapped_column(Text)
+    websub_topic: Mapped[str | None] = mapped_column(Text)
+    websub_state: Mapped[str | None] = mapped_column(String(16))  # subscribing | subscribed | denied | failed
+    websub_token: Mapped[str | None] = mapped_column(String(64), unique=True)
+    websub_secret: Mapped[str | None] = mapped_column(String(128))
+    websub_lease_expires_at: Mapped[datetime | None]
+    websub_updated_at: Mapped[datetime | None]
 
 
 class CrawlSchedule(Base):

@@ -130,7 +130,8 @@ async def release_stale_claims(session: AsyncSession, *, now: datetime, older_th
 
 REFRESH_COLUMNS = (
     Source.id, Source.feed_url, Source.etag, Source.last_modified, Source.status, Source.min_interval_s,
-    Source.max_interval_s, CrawlSchedule.articles_per_hour, CrawlSchedule.hourly_histogram,
+    Source.max_interval_s, Source.websub_state, Source.websub_hub, Source.websub_lease_expires_at,
+    Source.websub_updated_at, CrawlSchedule.articles_per_hour, CrawlSchedule.hourly_histogram,
     CrawlSchedule.last_fetched_at, CrawlSchedule.consecutive_failures, CrawlSchedule.gone_streak,
     CrawlSchedule.throttle_streak, CrawlSchedule.circuit, CrawlSchedule.redirect_url, CrawlSchedule.redirect_streak,
 )  # fmt: skip
@@ -170,6 +171,10 @@ async def save_schedule(session: Executor, source_id: int, **values: object) -> 
 
 async def update_source(session: Executor, source_id: int, **values: object) -> None:
     await session.execute(update(Source).where(Source.id == source_id).values(**values))
+
+
+async def source_by_websub_token(db: Executor, token: str) -> Any:
+    return (await db.execute(select(Source.__table__).where(Source.websub_token == token))).first()
 
 
 async def feed_url_taken(session: Executor, feed_url: str) -> bool:

@@ -1,0 +1,212 @@
+"""WebSub against a real hub process on loopback: discovery, verified subscription, signed pushes, renewal."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import subprocess
+import sys
+from collections.abc import Callable, Coroutine, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import func, select, update
+
+from app.articles.models import Article
+from app.services import Services
+from app.settings import Settings
+from app.sources.models import CrawlSchedule, FetchLog, Source
+from tests.conftest import REPO, GraphQLClient
+from tests.feeds import FeedServer, Reply, items
+
+Crawl = Callable[..., Coroutine[Any, Any, int]]
+
+
+@pytest.fixture
+def hub() -> Iterator[str]:
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "websub_hub.py")], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    port = process.stdout.readline().strip()
+    yield f"http://127.0.0.1:{port}/"
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture
+def public_url(settings: Settings, api_url: str) -> Iterator[str]:
+    settings.public_url = api_url  # hubs reach this API's /websub/<token> here
+    yield api_url
+    settings.public_url = None
+
+
+def hub_feed(feed_url: str, hub_url: str, count: int, start: int = 0) -> bytes:
+    entries = "".join(
+        f"<item><title>{i.title}</title><link>{i.link}</link><guid>{i.guid}</guid></item>"
+        for i in items(count, prefix="Pushed", start=start)
+    )
+    return (
+        '<?xml version="1.0"?><rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"><channel>'
+        f'<title>Pushed Wire</title><link>https://example.org/</link><atom:link rel="hub" href="{hub_url}"/>'
+        f'<atom:link rel="self" href="{feed_url}"/>{entries}</channel></rss>'
+    ).encode()
+
+
+async def hub_state(hub_url: str) -> dict[str, Any]:
+    async with httpx.AsyncClient() as client:
+        state: dict[str, Any] = (await client.get(hub_url)).json()
+        return state
+
+
+async def wait_for(check: Callable[[], Coroutine[Any, Any, bool]], seconds: float = 15) -> None:
+    for _ in range(int(seconds * 10)):
+        if await check():
+            return
+        await asyncio.sleep(0.1)  # the API answering the hub runs in this event loop
+    raise AssertionError("condition not met in time")
+
+
+async def source_row(services: Services) -> Source:
+    async with services.db() as session:
+        source = await session.scalar(select(Source))
+        assert source is not None
+        return source
+
+
+async def article_count(services: Services) -> int:
+    async with services.db() as session:
+        return int(await session.scalar(select(func.count()).select_from(Article)) or 0)
+
+
+async def subscribed_source(gql: GraphQLClient, feed_server: FeedServer, hub: str, crawl: Crawl,
+                            services: Services) -> tuple[Source, str]:  # fmt: skip
+    feed_url = feed_server.url("/pushed.xml")
+    feed_server.routes["/pushed.xml"] = Reply(200, hub_feed(feed_url, hub, 2))
+    await gql.run("SourceCreate", input={"feedUrl": feed_url})
+    await crawl()  # fetch, discover the hub, subscribe
+
+    async def verified() -> bool:
+        return (await source_row(services)).websub_state == "subscribed"
+
+    await wait_for(verified)
+    return await source_row(services), feed_url
+
+
+async def test_a_discovered_hub_is_subscribed_and_its_pushes_ingested(
+    gql: GraphQLClient, feed_server: FeedServer, hub: str, public_url: str, crawl: Crawl, services: Services
+) -> None:
+    source, feed_url = await subscribed_source(gql, feed_server, hub, crawl, services)
+    assert (source.websub_hub, source.websub_topic) == (hub, feed_url)
+    assert source.websub_lease_expires_at is not None
+    assert source.websub_lease_expires_at > datetime.now(UTC) + timedelta(days=9)
+    subscriptions = (await hub_state(hub))["subscriptions"]
+    assert [s["callback"] for s in subscriptions] == [f"{public_url}/websub/{source.websub_token}"]
+    assert await article_count(services) == 2
+
+    feed_server.routes["/pushed.xml"] = Reply(200, hub_feed(feed_url, hub, 3, start=2))  # three new entries
+    async with httpx.AsyncClient(timeout=30) as client:
+        publish = asyncio.ensure_future(client.post(hub, data={"hub.mode": "publish", "hub.url": feed_url}))
+        await wait_for(lambda: asyncio.sleep(0, publish.done()))
+        assert (await publish).status_code == 204
+    await crawl(tick=False)  # the ingest job the push enqueued
+    assert await article_count(services) == 5
+
+    async with services.db.begin() as session:  # polled only as a safety net from now on
+        await session.execute(update(CrawlSchedule).values(next_crawl_at=datetime.now(UTC) - timedelta(seconds=1)))
+    await crawl()
+    async with services.db() as session:
+        schedule = await session.scalar(select(CrawlSchedule))
+    assert schedule is not None
+    assert schedule.next_crawl_at > datetime.now(UTC) + timedelta(hours=5)
+
+
+async def test_pushes_must_be_signed_with_our_secret(
+    gql: GraphQLClient,
+    feed_server: FeedServer,
+    hub: str,
+    public_url: str,
+    crawl: Crawl,
+    services: Services,
+    api_url: str,
+) -> None:
+    source, feed_url = await subscribed_source(gql, feed_server, hub, crawl, services)
+    callback = f"{api_url}/websub/{source.websub_token}"
+    body = hub_feed(feed_url, hub, 4, start=10)
+    good = "sha256=" + hmac.new(str(source.websub_secret).encode(), body, hashlib.sha256).hexdigest()
+    async with httpx.AsyncClient() as client:
+        forged = await client.post(callback, content=body, headers={"X-Hub-Signature": "sha256=" + "0" * 64})
+        unsigned = await client.post(callback, content=body)
+        unknown = await client.post(f"{api_url}/websub/not-a-token", content=body, headers={"X-Hub-Signature": good})
+        huge = await client.post(callback, content=b"x" * (3 * 1024 * 1024), headers={"X-Hub-Signature": good})
+    assert (forged.status_code, unsigned.status_code, unknown.status_code, huge.status_code) == (202, 403, 404, 413)
+    await crawl(tick=False)
+    assert await article_count(services) == 2  # nothing of the forged or unsigned pushes was stored
+    async with services.db() as session:
+        classes = list(await session.scalars(select(FetchLog.error_class)))
+    assert "push_bad_signature" in classes
+
+    async with httpx.AsyncClient() as client:
+        headers = {"X-Hub-Signature": good, "Content-Type": "application/rss+xml"}
+        genuine = await client.post(callback, content=body, headers=headers)
+    assert genuine.status_code == 202
+    await crawl(tick=False)
+    assert await article_count(services) == 6
+
+
+async def test_intent_is_confirmed_only_for_what_we_asked(
+    gql: GraphQLClient,
+    feed_server: FeedServer,
+    hub: str,
+    public_url: str,
+    crawl: Crawl,
+    services: Services,
+    api_url: str,
+) -> None:
+    source, feed_url = await subscribed_source(gql, feed_server, hub, crawl, services)
+    callback = f"{api_url}/websub/{source.websub_token}"
+    async with httpx.AsyncClient() as client:
+        wrong_topic = await client.get(callback, params={"hub.mode": "subscribe", "hub.topic": "http://evil.example/",
+                                                         "hub.challenge": "x"})  # fmt: skip
+        unsubscribe = await client.get(callback, params={"hub.mode": "unsubscribe", "hub.topic": feed_url,
+                                                         "hub.challenge": "x"})  # fmt: skip
+        renewal = await client.get(callback, params={"hub.mode": "subscribe", "hub.topic": feed_url,
+                                                     "hub.challenge": "abc", "hub.lease_seconds": "3600"})  # fmt: skip
+    assert (wrong_topic.status_code, unsubscribe.status_code) == (404, 404)
+    assert (renewal.status_code, renewal.text) == (200, "abc")
+    assert (await source_row(services)).websub_state == "subscribed"
+
+
+async def test_leases_are_renewed_before_they_end(
+    gql: GraphQLClient,
+    feed_server: FeedServer,
+    hub: str,
+    public_url: str,
+    crawl: Crawl,
+    services: Services,
+    settings: Settings,
+    arq_redis: Any,
+) -> None:
+    from jobs.worker import websub_renew
+
+    await subscribed_source(gql, feed_server, hub, crawl, services)
+    async with services.db.begin() as session:
+        await session.execute(update(Source).values(websub_lease_expires_at=datetime.now(UTC) + timedelta(hours=2)))
+    assert await websub_renew({"services": services, "redis": arq_redis}) == 1
+    await crawl(tick=False)
+
+    async def renewed() -> bool:
+        row = await source_row(services)
+        return row.websub_lease_expires_at is not None and row.websub_lease_expires_at > datetime.now(UTC) + timedelta(
+            days=9
+        )
+
+    await wait_for(renewed)
+    state = await hub_state(hub)
+    subscribes = [r for r in state["requests"] if r.get("hub.mode") == "subscribe"]
+    assert len(subscribes) == 2
+    assert subscribes[0]["hub.callback"] == subscribes[1]["hub.callback"]  # the same subscription, renewed
+    assert len(state["subscriptions"]) == 1
