@@ -86,6 +86,8 @@ class Settings(BaseSettings):
         default=60, description="sourceRefresh runs at most once per source in this many seconds."
     )
 
+    fetch_log_retention_days: float = Field(default=14, description="Fetch log rows older than this are deleted.")
+
     # --- fetching -----------------------------------------------------------------------------------------
     fetch_timeout_seconds: float = Field(default=10, description="Connect/read timeout of one fetch.")
     fetch_max_body_bytes: int = Field(default=10 * 1024 * 1024, description="Abort a body larger than this.")

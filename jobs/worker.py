@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from arq import cron
@@ -17,6 +18,7 @@ from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
 from app.ingest.scheduler import claim_due_sources
 from app.services import Services
 from app.settings import Settings, get_settings
+from app.sources import repository as sources
 from app.websub.protocol import Discovery
 from app.websub.service import renewals_due, subscribe
 
@@ -111,6 +113,19 @@ async def websub_renew(ctx: dict[str, Any]) -> int:
     return len(due)
 
 
+async def prune_fetch_log(ctx: dict[str, Any]) -> int:
+    """Hourly: the fetch log keeps its retention window and no more."""
+    services: Services = ctx["services"]
+    cutoff = datetime.now(UTC) - timedelta(days=services.settings.fetch_log_retention_days)
+    deleted = 0
+    while True:
+        async with services.engine.begin() as connection:
+            batch = await sources.prune_fetch_log(connection, older_than=cutoff)
+        deleted += batch
+        if batch == 0:
+            return deleted
+
+
 def tick_seconds(every: int) -> set[int]:
     """The seconds of each minute at which a tick of period `every` fires."""
     return set(range(0, 60, every))
@@ -131,6 +146,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
         "cron_jobs": [
             cron(crawl_tick, second=tick_seconds(settings.crawl_tick_seconds), run_at_startup=True, keep_result=0),
             cron(websub_renew, minute=17, second=0, keep_result=0),
+            cron(prune_fetch_log, minute=41, second=0, keep_result=0),
         ],
         "on_startup": startup,
         "on_shutdown": shutdown,

@@ -66,7 +66,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Route = Reply | Callable[[BaseHTTPRequestHandler], Reply]
+# A route is a fixed reply, a function returning one, or a function that writes the response itself (None).
+Route = Reply | Callable[[BaseHTTPRequestHandler], Reply | None]
 
 
 class FeedServer:
@@ -95,6 +96,8 @@ class FeedServer:
                 server.requests.append({"path": path, **{k.lower(): v for k, v in self.headers.items()}})
                 route = server.routes.get(path)
                 reply = Reply(404, b"not found") if route is None else route(self) if callable(route) else route
+                if reply is None:
+                    return
                 self.send_response(reply.status)
                 for name, value in reply.headers.items():
                     self.send_header(name, value)

@@ -202,3 +202,41 @@ async def test_the_connected_address_is_checked_whatever_the_name(feed_server: F
         with pytest.raises(AddressRefused):
             await client.get("http://[::ffff:169.254.169.254]/latest/meta-data")
     assert feed_server.hits.get("/x.xml") is None
+
+
+async def test_the_fetch_log_keeps_its_retention_window(services: Services, settings: Settings) -> None:
+    from jobs.worker import prune_fetch_log
+
+    source_id = await add(services, settings, "http://127.0.0.1:9/log")
+    now = datetime.now(UTC)
+    async with services.db.begin() as session:
+        for age_days in (1, 13, 15, 30, 400):
+            session.add(FetchLog(source_id=source_id, fetched_at=now - timedelta(days=age_days), status_code=200,
+                                 duration_ms=1, bytes=0, items_seen=0, items_new=0))  # fmt: skip
+    assert await prune_fetch_log({"services": services}) == 3
+    ages = sorted(round((now - entry.fetched_at).total_seconds() / 86400) for entry in await log_of(services))
+    assert ages == [1, 13]
+
+
+async def test_a_body_that_stalls_times_out(
+    services: Services, settings: Settings, feed_server: FeedServer, crawl: Crawl
+) -> None:
+    def trickle(handler: Any) -> None:
+        body = rss(items(3))
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body[:100])
+        handler.wfile.flush()
+        time.sleep(2)  # headers and a first chunk, then silence longer than the read timeout
+
+    feed_server.routes["/trickle.xml"] = trickle
+    source_id = await add(services, settings, feed_server.url("/trickle.xml"))
+    settings.fetch_timeout_seconds, saved = 0.5, settings.fetch_timeout_seconds
+    try:
+        await crawl()
+    finally:
+        settings.fetch_timeout_seconds = saved
+    assert {entry.error_class for entry in await log_of(services)} == {"timeout"}
+    assert (await schedule_of(services, source_id)).consecutive_failures == 1
+    assert await articles(services) == 0

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, func, insert, select, update
+from sqlalchemy import case, delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -194,3 +194,10 @@ async def fetch_log_for(session: AsyncSession, source_id: int, *, limit: int) ->
             .limit(limit)
         )
     )
+
+
+async def prune_fetch_log(db: Executor, *, older_than: datetime, batch: int = 10_000) -> int:
+    """Delete one batch of old fetch log rows (small batches keep locks and WAL bursts short)."""
+    old = select(FetchLog.id).where(FetchLog.fetched_at < older_than).limit(batch).scalar_subquery()
+    result = await db.execute(delete(FetchLog).where(FetchLog.id.in_(old)))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
