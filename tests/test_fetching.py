@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gzip
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,6 +25,15 @@ from app.sources.service import SourceRequest, create_source
 from tests.feeds import FeedServer, Reply, items, rss
 
 Crawl = Callable[[], Coroutine[Any, Any, int]]
+
+
+@contextmanager
+def short_fetch_timeout(settings: Settings, seconds: float = 0.5) -> Iterator[None]:
+    settings.fetch_timeout_seconds, saved = seconds, settings.fetch_timeout_seconds
+    try:
+        yield
+    finally:
+        settings.fetch_timeout_seconds = saved
 
 
 async def add(services: Services, settings: Settings, url: str) -> int:
@@ -132,11 +142,8 @@ async def test_slow_servers_time_out(
 
     feed_server.routes["/slow.xml"] = slow
     source_id = await add(services, settings, feed_server.url("/slow.xml"))
-    settings.fetch_timeout_seconds, saved = 0.5, settings.fetch_timeout_seconds
-    try:
+    with short_fetch_timeout(settings):
         await crawl()
-    finally:
-        settings.fetch_timeout_seconds = saved
     assert {entry.error_class for entry in await log_of(services)} == {"timeout"}
     assert (await schedule_of(services, source_id)).consecutive_failures == 1
 
@@ -232,11 +239,8 @@ async def test_a_body_that_stalls_times_out(
 
     feed_server.routes["/trickle.xml"] = trickle
     source_id = await add(services, settings, feed_server.url("/trickle.xml"))
-    settings.fetch_timeout_seconds, saved = 0.5, settings.fetch_timeout_seconds
-    try:
+    with short_fetch_timeout(settings):
         await crawl()
-    finally:
-        settings.fetch_timeout_seconds = saved
     assert {entry.error_class for entry in await log_of(services)} == {"timeout"}
     assert (await schedule_of(services, source_id)).consecutive_failures == 1
     assert await articles(services) == 0
