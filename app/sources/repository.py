@@ -185,17 +185,6 @@ async def add_fetch_log(session: Executor, **values: object) -> None:
     await session.execute(insert(FetchLog).values(**values))
 
 
-async def fetch_log_for(session: AsyncSession, source_id: int, *, limit: int) -> list[FetchLog]:
-    return list(
-        await session.scalars(
-            select(FetchLog)
-            .where(FetchLog.source_id == source_id)
-            .order_by(FetchLog.fetched_at.desc(), FetchLog.id.desc())
-            .limit(limit)
-        )
-    )
-
-
 async def prune_fetch_log(db: Executor, *, older_than: datetime, batch: int = 10_000) -> int:
     """Delete one batch of old fetch log rows (small batches keep locks and WAL bursts short)."""
     old = select(FetchLog.id).where(FetchLog.fetched_at < older_than).limit(batch).scalar_subquery()
