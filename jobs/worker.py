@@ -13,12 +13,13 @@ from arq.worker import Function, Worker, func
 from app.ingest.events import publish_articles_added
 from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
-from app.ingest.queue_names import CRAWL_TICK, INGEST_PUSH, REFRESH_SOURCE, WEBSUB_SUBSCRIBE
+from app.ingest.queue_names import CRAWL_TICK, INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES, WEBSUB_SUBSCRIBE
 from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
 from app.ingest.scheduler import claim_due_sources
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.sources import repository as sources
+from app.stories.near_duplicates import fingerprint_and_mark
 from app.websub.protocol import Discovery
 from app.websub.service import renewals_due, subscribe
 
@@ -78,6 +79,10 @@ async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutc
     """What follows a committed ingest: new articles announced, a discovered hub subscribed to."""
     services: Services = ctx["services"]
     await publish_articles_added(services.redis, source_id, outcome.new_article_ids)
+    if outcome.new_article_ids:
+        await ctx["redis"].enqueue_job(
+            UNDERSTAND_ARTICLES, outcome.new_article_ids, _queue_name=services.settings.queue_name
+        )
     if outcome.subscribe is not None:
         await ctx["redis"].enqueue_job(
             WEBSUB_SUBSCRIBE, source_id, outcome.subscribe.hub, outcome.subscribe.topic,
@@ -91,6 +96,13 @@ async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, cont
     outcome = await ingest_body(services.engine, services.settings, source_id, body, content_type)
     await after_ingest(ctx, source_id, outcome)
     return outcome.status
+
+
+async def understand_articles_job(ctx: dict[str, Any], article_ids: list[int]) -> int:
+    """New articles, once stored: fingerprinted, and marked when they copy an earlier article."""
+    services: Services = ctx["services"]
+    copies = await fingerprint_and_mark(services.engine, article_ids, now=datetime.now(UTC))
+    return len(copies)
 
 
 async def websub_subscribe_job(ctx: dict[str, Any], source_id: int, hub: str, topic: str) -> str:
@@ -140,6 +152,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
         func(crawl_tick, name=CRAWL_TICK, keep_result=0, max_tries=1),  # also enqueueable, besides the cron
         func(ingest_push_job, name=INGEST_PUSH, keep_result=0, max_tries=1),
         func(websub_subscribe_job, name=WEBSUB_SUBSCRIBE, keep_result=0, max_tries=1),
+        func(understand_articles_job, name=UNDERSTAND_ARTICLES, keep_result=0, max_tries=3),
     ]
     return {
         "functions": functions,

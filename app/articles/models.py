@@ -19,6 +19,7 @@ class Article(Base):
         Index("ix_articles_source_published", "source_id", "published_at"),
         Index("ix_articles_search", "search_vector", postgresql_using="gin"),
         Index("ix_articles_topics", "topics", postgresql_using="gin"),
+        Index("ix_articles_simhash_bands", "simhash_bands", postgresql_using="gin"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -32,6 +33,7 @@ class Article(Base):
     crawled_at: Mapped[datetime] = mapped_column(server_default=text("now()"))
     content_hash: Mapped[int] = mapped_column(BigInteger)
     simhash: Mapped[int | None] = mapped_column(BigInteger)
+    simhash_bands: Mapped[list[int] | None] = mapped_column(ARRAY(Integer))  # LSH keys: see app/articles/simhash
     duplicate_of_id: Mapped[int | None] = mapped_column(ForeignKey("articles.id", ondelete="SET NULL"))
     language: Mapped[str | None] = mapped_column(String(16), index=True)
     topics: Mapped[list[str]] = mapped_column(ARRAY(String(32)), default=list, server_default=text("'{}'::varchar[]"))

@@ -79,3 +79,55 @@ async def latest_articles(
     if source_id is not None:
         query = query.where(Article.source_id == source_id)
     return list(await session.scalars(query))
+
+
+@dataclass(frozen=True, slots=True)
+class FingerprintTarget:
+    id: int
+    source_id: int
+    title: str
+    summary: str
+    crawled_at: datetime
+
+
+async def fingerprint_targets(db: Executor, ids: Sequence[int]) -> list[FingerprintTarget]:
+    rows = await db.execute(
+        select(Article.id, Article.source_id, Article.title, Article.summary, Article.crawled_at)
+        .where(Article.id.in_(ids), Article.simhash.is_(None))
+        .order_by(Article.id)
+    )
+    return [FingerprintTarget(*row) for row in rows]
+
+
+_SET_FINGERPRINTS = text("""
+    UPDATE articles SET simhash = f.simhash, simhash_bands = ARRAY[f.b0, f.b1, f.b2, f.b3]
+    FROM unnest(CAST(:id AS bigint[]), CAST(:simhash AS bigint[]), CAST(:b0 AS int[]), CAST(:b1 AS int[]),
+                CAST(:b2 AS int[]), CAST(:b3 AS int[])) AS f(id, simhash, b0, b1, b2, b3)
+    WHERE articles.id = f.id
+""")
+
+
+async def set_fingerprints(db: Executor, fingerprints: dict[int, tuple[int, list[int]]]) -> None:
+    ids = list(fingerprints)
+    band_columns = {f"b{i}": [fingerprints[a][1][i] for a in ids] for i in range(4)}
+    await db.execute(_SET_FINGERPRINTS, {"id": ids, "simhash": [fingerprints[a][0] for a in ids], **band_columns})
+
+
+async def band_neighbours(db: Executor, band_keys: list[int], *, since: datetime) -> list[tuple[int, int, int]]:
+    """(id, source_id, simhash) of recent fingerprinted articles sharing a band key with any of `band_keys`."""
+    rows = await db.execute(
+        select(Article.id, Article.source_id, Article.simhash).where(
+            Article.simhash_bands.overlap(band_keys), Article.crawled_at >= since, Article.duplicate_of_id.is_(None)
+        )
+    )
+    return [(row.id, row.source_id, row.simhash) for row in rows]
+
+
+async def mark_duplicates(db: Executor, copies: dict[int, int]) -> None:
+    """copy id -> original id."""
+    if copies:
+        await db.execute(
+            text("UPDATE articles SET duplicate_of_id = d.original FROM unnest(CAST(:copy AS bigint[]), "
+                 "CAST(:original AS bigint[])) AS d(copy, original) WHERE articles.id = d.copy"),
+            {"copy": list(copies), "original": list(copies.values())},
+        )  # fmt: skip

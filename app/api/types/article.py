@@ -29,7 +29,18 @@ class ArticleNode(relay.Node):
     content_hash: BigInt = strawberry.field(
         description="64-bit hash of the normalized title and summary: equal for exact copies."
     )
+    simhash: BigInt | None = strawberry.field(
+        description="64-bit SimHash of title and summary; near-duplicates are within 3 bits (null until computed)."
+    )
     source_id: strawberry.Private[int]
+    duplicate_of_id: strawberry.Private[int | None]
+
+    @strawberry.field(description="The earlier article this one copies (a syndicated or re-posted text), if any.")
+    async def duplicate_of(self, info: Info) -> ArticleNode | None:
+        if self.duplicate_of_id is None:
+            return None
+        row = await info.context.loaders.article_by_id.load(self.duplicate_of_id)
+        return ArticleNode.from_model(row) if row else None
 
     @strawberry.field(description="The source that published this article.")
     async def source(self, info: Info) -> SourceNode:
@@ -50,7 +61,9 @@ class ArticleNode(relay.Node):
             language=row.language,
             topics=list(row.topics),
             content_hash=BigInt(row.content_hash),
+            simhash=BigInt(row.simhash) if row.simhash is not None else None,
             source_id=row.source_id,
+            duplicate_of_id=row.duplicate_of_id,
         )
 
     @classmethod
