@@ -1,4 +1,4 @@
-"""The `newsagg` command: up, api, worker, migrate, opml, schema, settings."""
+"""The `newsagg` command: up, api, worker, migrate, opml, eval, schema, settings."""
 
 from __future__ import annotations
 
@@ -51,6 +51,15 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     opml_export = opml_commands.add_parser("export", help="write all sources as OPML 2.0")
     opml_export.add_argument("file", type=Path, nargs="?", help="output file (default: standard output)")
 
+    evaluation = commands.add_parser("eval", help="measure the understanding of the news on labelled data")
+    evaluations = evaluation.add_subparsers(dest="eval_command", required=True, metavar="WHAT")
+    clustering = evaluations.add_parser("clustering", help="story clustering: B-cubed precision/recall/F1 (JSON)")
+    clustering.add_argument("--csv", type=Path, required=True, help="labelled CSV (TITLE, STORY, PUBLISHER, TIMESTAMP)")
+    clustering.add_argument("--order", choices=["time", "shuffled"], default="time")
+    clustering.add_argument("--seed", type=int, default=0, help="shuffle seed")
+    clustering.add_argument("--threshold", type=float, help="override the similarity threshold")
+    clustering.add_argument("--min-shared", type=int, help="override the shared significant terms required")
+
     commands.add_parser("schema", help="print the GraphQL schema (SDL), as committed in schema.graphql")
     commands.add_parser("settings", help="print every setting, its environment variable and default (Markdown)")
     return parser
@@ -90,6 +99,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return _migrate(settings, args.revision)
     if args.command == "opml":
         return _opml(settings, args)
+    if args.command == "eval":
+        return _eval(args)
     if args.command == "schema":
         from app.api.schema import build_schema
 
@@ -149,3 +160,19 @@ def _opml(settings: Settings, args: argparse.Namespace) -> int:
     with _database(settings) as url:
         upgrade_sync(url)
         return asyncio.run(run(url))
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import asyncio
+    import dataclasses
+    import json
+
+    from app.stories.clustering import ClusteringPolicy
+    from app.stories.evaluation import evaluate, read_labelled_csv
+
+    policy = ClusteringPolicy()
+    overrides = {"threshold": args.threshold, "min_shared": args.min_shared}
+    policy = dataclasses.replace(policy, **{k: v for k, v in overrides.items() if v is not None})
+    result = asyncio.run(evaluate(read_labelled_csv(args.csv), order=args.order, seed=args.seed, policy=policy))
+    print(json.dumps(result))
+    return 0

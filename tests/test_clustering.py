@@ -1,0 +1,85 @@
+"""Online story clustering (in-memory store) and its evaluation command."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from app.stories.clustering import IncomingArticle, MemoryStoryStore, StoryClusterer
+from app.stories.evaluation import evaluate, read_labelled_csv
+from app.stories.text_features import terms
+from tests.conftest import REPO
+
+NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
+FED = ["Fed's Plosser says weak data caused by weather, taper on track",
+       "Plosser: Fed taper should continue despite weather-hit data",
+       "Fed official Plosser sees high bar to change taper pace after weather"]  # fmt: skip
+APPLE = ["Apple unveils iPhone 6 with larger screen", "Apple iPhone 6 launch: larger screen, better camera",
+         "Larger screen for Apple's new iPhone 6"]  # fmt: skip
+
+
+def test_terms_drop_stopwords_fold_plurals_and_weigh_names() -> None:
+    weights = terms("The Fed says Plosser's taper continues")
+    assert weights == {"fed": 2.0, "plosser": 2.0, "taper": 1.0, "continue": 1.0}
+
+
+async def test_headlines_of_one_event_join_and_others_do_not() -> None:
+    clusterer = StoryClusterer(MemoryStoryStore())
+    stories = []
+    for index, title in enumerate([FED[0], APPLE[0], FED[1], APPLE[1], APPLE[2]]):
+        at = NOW + timedelta(minutes=index)
+        stories.append(await clusterer.assign(IncomingArticle(index, title, "", f"outlet{index}", at)))
+    fed, apple = {stories[0], stories[2]}, {stories[1], stories[3], stories[4]}
+    assert len(fed) == 1
+    assert len(apple) == 1
+    assert fed != apple
+
+
+@pytest.mark.xfail(strict=True, reason="recall: a paraphrase sharing only names and 'taper' stays apart (issue 4)")
+async def test_a_paraphrase_of_the_event_joins_it() -> None:
+    clusterer = StoryClusterer(MemoryStoryStore())
+    interleaved = [FED[0], APPLE[0], FED[1], APPLE[1], FED[2]]
+    stories = [await clusterer.assign(IncomingArticle(k, t, "", f"o{k}", NOW)) for k, t in enumerate(interleaved)]
+    assert stories[0] == stories[2] == stories[4]
+
+
+async def test_stories_older_than_the_window_are_frozen() -> None:
+    clusterer = StoryClusterer(MemoryStoryStore())
+    first = await clusterer.assign(IncomingArticle(1, FED[0], "", "a", NOW))
+    later = await clusterer.assign(IncomingArticle(2, FED[1], "", "b", NOW + timedelta(hours=49)))
+    assert first != later
+
+
+def write_csv(path: Path) -> Path:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["TITLE", "STORY", "PUBLISHER", "TIMESTAMP"])
+        writer.writeheader()
+        for index, (titles, story) in enumerate([(FED[:2], "fed"), (APPLE, "apple")]):
+            for k, title in enumerate(titles):
+                writer.writerow({"TITLE": title, "STORY": story, "PUBLISHER": f"p{k}",
+                                 "TIMESTAMP": str(1394470370698 + (index * 3 + k) * 60000)})  # fmt: skip
+    return path
+
+
+async def test_evaluation_never_merges_the_two_events(tmp_path: Path) -> None:
+    rows = read_labelled_csv(write_csv(tmp_path / "labels.csv"))
+    for order, seed in (("time", 0), ("shuffled", 1), ("shuffled", 2)):
+        result = await evaluate(rows, order=order, seed=seed)
+        assert result["bcubed_precision"] == 1.0
+        assert 2 <= result["stories_predicted"] <= 5
+        assert result["articles"] == 5
+
+
+def test_eval_command_prints_json_last(tmp_path: Path) -> None:
+    csv_path = write_csv(tmp_path / "labels.csv")
+    run = subprocess.run([sys.executable, "-m", "app", "eval", "clustering", "--csv", str(csv_path)],
+                         cwd=REPO, capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert set(result) >= {"bcubed_precision", "bcubed_recall", "bcubed_f1", "stories_predicted",
+                           "articles_per_second"}  # fmt: skip
