@@ -57,6 +57,7 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     clustering.add_argument("--csv", type=Path, required=True, help="labelled CSV (TITLE, STORY, PUBLISHER, TIMESTAMP)")
     clustering.add_argument("--order", choices=["time", "shuffled"], default="time")
     clustering.add_argument("--seed", type=int, default=0, help="shuffle seed")
+    clustering.add_argument("--folds", type=int, help="cross-validate: cluster each of K groups of stories alone")
     clustering.add_argument("--threshold", type=float, help="override the similarity threshold")
     clustering.add_argument("--min-shared", type=int, help="override the shared significant terms required")
 
@@ -168,11 +169,16 @@ def _eval(args: argparse.Namespace) -> int:
     import json
 
     from app.stories.clustering import ClusteringPolicy
-    from app.stories.evaluation import evaluate, read_labelled_csv
+    from app.stories.evaluation import cross_validate, evaluate, read_labelled_csv
 
     policy = ClusteringPolicy()
     overrides = {"threshold": args.threshold, "min_shared": args.min_shared}
     policy = dataclasses.replace(policy, **{k: v for k, v in overrides.items() if v is not None})
-    result = asyncio.run(evaluate(read_labelled_csv(args.csv), order=args.order, seed=args.seed, policy=policy))
+    rows = read_labelled_csv(args.csv)
+    if args.folds:
+        run = cross_validate(rows, folds=args.folds, order=args.order, seed=args.seed, policy=policy)
+    else:
+        run = evaluate(rows, order=args.order, seed=args.seed, policy=policy)
+    result = asyncio.run(run)
     print(json.dumps(result))
     return 0

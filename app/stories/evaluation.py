@@ -75,6 +75,9 @@ async def evaluate(
         article = IncomingArticle(id=index + 1, title=row.title, summary=row.summary, source=row.publisher, at=at)
         predicted.append(await clusterer.assign(article))
         gold.append(row.story)
+    if arrivals:
+        await clusterer.merge_pass(arrivals[-1][1])
+    predicted = [await clusterer.store.resolve(story) for story in predicted]
     seconds = time.perf_counter() - started
     score = bcubed(predicted, gold)
     return {
@@ -86,4 +89,29 @@ async def evaluate(
         "articles": len(rows),
         "articles_per_second": round(len(rows) / seconds, 1) if seconds else None,
         "order": order,
+    }
+
+
+async def cross_validate(
+    rows: list[LabelledArticle], *, folds: int, order: str, seed: int, policy: ClusteringPolicy | None = None
+) -> dict[str, Any]:
+    """Stories split into `folds` groups; each group is clustered on its own (stories the settings were not
+    looked at with, when tuning on the others), and the scores averaged."""
+    stories = sorted({row.story for row in rows})
+    random.Random(seed).shuffle(stories)
+    groups = [set(stories[i::folds]) for i in range(folds)]
+    results = [await evaluate([r for r in rows if r.story in group], order=order, seed=seed, policy=policy)
+               for group in groups]  # fmt: skip
+    precision = sum(r["bcubed_precision"] for r in results) / folds
+    recall = sum(r["bcubed_recall"] for r in results) / folds
+    return {
+        "bcubed_precision": round(precision, 4),
+        "bcubed_recall": round(recall, 4),
+        "bcubed_f1": round(2 * precision * recall / (precision + recall), 4) if precision + recall else 0.0,
+        "stories_predicted": sum(r["stories_predicted"] for r in results),
+        "stories_labelled": len(stories),
+        "articles": len(rows),
+        "articles_per_second": round(sum(r["articles_per_second"] or 0 for r in results) / folds, 1),
+        "order": order,
+        "folds": folds,
     }
