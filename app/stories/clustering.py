@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from app.stories.text_features import terms
 
@@ -139,8 +139,7 @@ class StoryClusterer:
         counts = terms(article.title, article.summary)
         words = list(counts)
         await self.store.observe(words)
-        frequencies, documents = await self.store.document_frequencies(words)
-        idf = {w: math.log((documents + 1) / (frequencies.get(w, 0) + 1)) + 1 for w in words}
+        idf = await self._idf(words)
         vector = {w: counts[w] * idf[w] for w in words}
         rare_first = sorted(words, key=lambda w: -idf[w])[: self.policy.candidate_terms]
         significant = {w for w in words if idf[w] >= self.policy.significant_idf}
@@ -160,23 +159,19 @@ class StoryClusterer:
             story_id = best.id
         self._since_merge += 1
         if self._since_merge >= self.policy.merge_every:
-            await self.merge_pass(article.at, idf_of=await self._idf_function())
+            await self.merge_pass(article.at)
         return story_id
 
-    async def _idf_function(self) -> Any:
-        async def idf(words: list[str]) -> dict[str, float]:
-            frequencies, documents = await self.store.document_frequencies(words)
-            return {w: math.log((documents + 1) / (frequencies.get(w, 0) + 1)) + 1 for w in words}
+    async def _idf(self, words: list[str]) -> dict[str, float]:
+        """Inverse document frequency, learned from every article seen so far."""
+        frequencies, documents = await self.store.document_frequencies(words)
+        return {w: math.log((documents + 1) / (frequencies.get(w, 0) + 1)) + 1 for w in words}
 
-        return idf
-
-    async def merge_pass(self, now: datetime, idf_of: Any = None) -> int:
+    async def merge_pass(self, now: datetime) -> int:
         """Smaller active stories that turn out to be a larger one's are merged into it; returns how many."""
         self._since_merge = 0
-        idf_of = idf_of or await self._idf_function()
         stories = sorted(await self.store.active(now - self.policy.window), key=lambda s: -s.size)
-        words = sorted({w for s in stories for w in s.centroid})
-        idf = await idf_of(words)
+        idf = await self._idf(sorted({w for s in stories for w in s.centroid}))
         vectors = {s.id: {w: c * idf[w] for w, c in s.centroid.items()} for s in stories}
         top = {i: set(sorted(v, key=lambda w: -v[w])[: self.policy.merge_top_terms]) for i, v in vectors.items()}
         by_term: dict[str, list[StoryView]] = {}
