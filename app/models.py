@@ -4,7 +4,7 @@ from app.articles.models import Article
 from app.db.base import Base
 from app.outbox.models import OutboxEvent
 from app.sources.models import CrawlSchedule, FetchLog, Source
-from app.stories.models import StoryCluster
+from app.stories.models import StoryCluster, StoryVocabulary
 from app.users.models import ApiKey, ReadEvent, SourceFollow, SourceMute, TopicFollow, User, UserInterest
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "SourceFollow",
     "SourceMute",
     "StoryCluster",
+    "StoryVocabulary",
     "TopicFollow",
     "User",
     "UserInterest",

@@ -20,6 +20,7 @@ from app.services import Services
 from app.settings import Settings, get_settings
 from app.sources import repository as sources
 from app.stories.near_duplicates import fingerprint_and_mark
+from app.stories.service import cluster_articles, merge_stories
 from app.websub.protocol import Discovery
 from app.websub.service import renewals_due, subscribe
 
@@ -99,10 +100,16 @@ async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, cont
 
 
 async def understand_articles_job(ctx: dict[str, Any], article_ids: list[int]) -> int:
-    """New articles, once stored: fingerprinted, and marked when they copy an earlier article."""
+    """New articles, once stored: fingerprinted (copies marked), then clustered into stories."""
     services: Services = ctx["services"]
-    copies = await fingerprint_and_mark(services.engine, article_ids, now=datetime.now(UTC))
-    return len(copies)
+    await fingerprint_and_mark(services.engine, article_ids, now=datetime.now(UTC))
+    return len(await cluster_articles(services.engine, article_ids))
+
+
+async def merge_stories_job(ctx: dict[str, Any]) -> int:
+    """Every two minutes: stories that later articles show to be one are merged (old ids resolve)."""
+    services: Services = ctx["services"]
+    return await merge_stories(services.engine, datetime.now(UTC))
 
 
 async def websub_subscribe_job(ctx: dict[str, Any], source_id: int, hub: str, topic: str) -> str:
@@ -160,6 +167,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             cron(crawl_tick, second=tick_seconds(settings.crawl_tick_seconds), run_at_startup=True, keep_result=0),
             cron(websub_renew, minute=17, second=0, keep_result=0),
             cron(prune_fetch_log, minute=41, second=0, keep_result=0),
+            cron(merge_stories_job, minute=set(range(0, 60, 2)), second=30, keep_result=0),
         ],
         "on_startup": startup,
         "on_shutdown": shutdown,

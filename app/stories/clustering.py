@@ -40,6 +40,7 @@ class IncomingArticle:
     summary: str
     source: str
     at: datetime
+    authority: float = 0.5
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, func, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
@@ -15,6 +15,7 @@ class StoryCluster(Base):
     __tablename__ = "story_clusters"
     __table_args__ = (
         Index("ix_story_clusters_last_updated", "last_updated_at"),
+        Index("ix_story_clusters_top_terms", "top_terms", postgresql_using="gin"),
         Index("ix_story_clusters_breaking", "breaking_started_at", postgresql_where=text("is_breaking")),
     )
 
@@ -34,3 +35,21 @@ class StoryCluster(Base):
     first_seen_at: Mapped[datetime] = mapped_column(server_default=func.now())
     last_updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
     merged_into_id: Mapped[int | None] = mapped_column(ForeignKey("story_clusters.id", ondelete="SET NULL"))
+    # the clustering state: term weights summed over the story's articles, its strongest terms (the candidate
+    # index), and the sources that covered it
+    centroid: Mapped[dict[str, float]] = mapped_column(JSONB, default=dict, server_default=text("'{}'::jsonb"))
+    top_terms: Mapped[list[str]] = mapped_column(
+        ARRAY(String(64)), default=list, server_default=text("'{}'::varchar[]")
+    )
+    source_ids: Mapped[list[int]] = mapped_column(
+        ARRAY(BigInteger), default=list, server_default=text("'{}'::bigint[]")
+    )
+
+
+class StoryVocabulary(Base):
+    """Document frequency of each term over every article clustered (the empty term counts the articles)."""
+
+    __tablename__ = "story_vocabulary"
+
+    term: Mapped[str] = mapped_column(String(64), primary_key=True)
+    documents: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))

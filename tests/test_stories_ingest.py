@@ -1,0 +1,86 @@
+"""Stories at ingest, on PostgreSQL: one story for one event across outlets, under concurrency, and merges."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import func, select
+
+from app.articles.models import Article
+from app.articles.repository import NewArticle, insert_new
+from app.services import Services
+from app.settings import Settings
+from app.sources.service import SourceRequest, create_source
+from app.stories.clustering import IncomingArticle
+from app.stories.models import StoryCluster
+from app.stories.service import cluster_articles, merge_stories
+from app.stories.store import PgStoryStore
+
+FED = ["Fed's Plosser says weak data caused by weather, taper on track",
+       "Plosser: Fed taper should continue despite weather-hit data",
+       "Fed's Plosser: weather hit the data, taper on track"]  # fmt: skip
+APPLE = ["Apple unveils iPhone 6 with larger screen", "Apple iPhone 6 launch: larger screen, better camera",
+         "Larger screen for Apple's new iPhone 6"]  # fmt: skip
+
+
+async def stored(services: Services, settings: Settings, titles: list[str], start: int = 0) -> list[int]:
+    """One article per title, each from its own outlet (authority rising with the index)."""
+    ids = []
+    now = datetime.now(UTC)
+    async with services.db.begin() as session:
+        for k, title in enumerate(titles, start=start):
+            source = await create_source(session, settings, SourceRequest(
+                feed_url=f"http://127.0.0.1:9/outlet{k}", name=f"Outlet {k}", authority=min(0.1 * k, 1.0)),
+                existing_ok=True)  # fmt: skip
+            new = NewArticle(source.id, f"e{k}", f"https://o{k}.example/{k}", title, "", None,
+                             now + timedelta(seconds=k), k)  # fmt: skip
+            ids += [a.id for a in await insert_new(session, [new])]
+    return ids
+
+
+async def stories(services: Services) -> list[StoryCluster]:
+    async with services.db() as session:
+        return list(await session.scalars(select(StoryCluster).where(StoryCluster.merged_into_id.is_(None))))
+
+
+async def test_one_event_from_many_outlets_is_one_story(services: Services, settings: Settings) -> None:
+    ids = await stored(services, settings, [FED[0], APPLE[0], FED[1], APPLE[1], APPLE[2]])
+    assignment = await cluster_articles(services.engine, ids)
+    assert assignment[ids[0]] == assignment[ids[2]]
+    assert len({assignment[i] for i in ids[1::2] + ids[4:]}) == 1
+    apple = next(s for s in await stories(services) if s.id == assignment[ids[1]])
+    assert (apple.article_count, apple.source_count) == (3, 3)
+    assert apple.representative_article_id == ids[4]  # the most authoritative outlet
+    assert apple.title == APPLE[2]
+    async with services.db() as session:
+        in_stories = await session.scalar(select(func.count()).where(Article.cluster_id.is_not(None)))
+    assert in_stories == 5
+    assert await cluster_articles(services.engine, ids) == {}  # already placed: nothing to do
+
+
+async def test_concurrent_workers_end_with_one_story(services: Services, settings: Settings) -> None:
+    """Two workers ingest the same story at the same moment; the clustering lock serializes them."""
+    first = await stored(services, settings, [FED[0], FED[1]])
+    second = await stored(services, settings, [FED[2], FED[0] + " (update)"], start=10)
+    results = await asyncio.gather(cluster_articles(services.engine, first), cluster_articles(services.engine, second))
+    assert len({story for result in results for story in result.values()}) == 1
+    assert len(await stories(services)) == 1
+
+
+async def test_stories_that_prove_one_are_merged_and_old_ids_resolve(services: Services, settings: Settings) -> None:
+    ids = await stored(services, settings, ["Plosser taper weather Fed", "Fed Plosser taper weather data"])
+    async with services.engine.begin() as connection:  # two stories of one event, as early articles can make
+        store = PgStoryStore(connection)
+        now = datetime.now(UTC)
+        a = await store.create(IncomingArticle(ids[0], "Plosser taper weather Fed", "", "1", now),
+                               {"plosser": 2, "taper": 1, "weather": 1, "fed": 1})  # fmt: skip
+        b = await store.create(IncomingArticle(ids[1], "Fed Plosser taper weather data", "", "2", now),
+                               {"plosser": 2, "taper": 1, "weather": 1, "fed": 1, "data": 1})  # fmt: skip
+    assert await merge_stories(services.engine, datetime.now(UTC)) == 1
+    survivors = await stories(services)
+    assert len(survivors) == 1
+    assert (survivors[0].article_count, survivors[0].source_count) == (2, 2)
+    async with services.engine.connect() as connection:
+        store = PgStoryStore(connection)
+        assert await store.resolve(a) == await store.resolve(b) == survivors[0].id
