@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, select
 
@@ -84,3 +86,33 @@ async def test_stories_that_prove_one_are_merged_and_old_ids_resolve(services: S
     async with services.engine.connect() as connection:
         store = PgStoryStore(connection)
         assert await store.resolve(a) == await store.resolve(b) == survivors[0].id
+
+
+async def test_stories_through_the_api(gql: Any, services: Services, settings: Settings) -> None:
+    ids = await stored(services, settings, [APPLE[0], APPLE[1], APPLE[2], FED[0]])
+    await cluster_articles(services.engine, ids)
+    data = (await gql.run("Stories", first=10, coverage=2))["stories"]
+    cards = {edge["node"]["title"]: edge["node"] for edge in data["edges"]}
+    apple = cards[APPLE[2]]
+    assert (apple["sourceCount"], apple["articleCount"], len(apple["articles"])) == (3, 3, 2)
+    assert apple["representative"]["source"]["name"] == "Outlet 2"
+    article = await gql.post("{ articles(first: 10) { edges { node { title story { id sourceCount } } } } }")
+    by_title = {e["node"]["title"]: e["node"]["story"] for e in article["data"]["articles"]["edges"]}
+    assert by_title[APPLE[0]]["id"] == apple["id"]
+    assert by_title[FED[0]]["sourceCount"] == 1
+    body = await gql.post("query($id: ID!) { story(id: $id) { id } }", {"id": apple["id"]})
+    assert body["data"]["story"]["id"] == apple["id"]
+
+
+async def test_a_merged_story_id_leads_to_the_story_it_joined(gql: Any, services: Services, settings: Settings) -> None:
+    ids = await stored(services, settings, ["Plosser taper weather Fed", "Fed Plosser taper weather data"])
+    now = datetime.now(UTC)
+    weights: dict[str, float] = {"plosser": 2, "taper": 1, "weather": 1, "fed": 1}
+    async with services.engine.begin() as connection:
+        store = PgStoryStore(connection)
+        old = await store.create(IncomingArticle(ids[0], "Plosser taper weather Fed", "", "1", now), weights)
+        survivor = await store.create(IncomingArticle(ids[1], "Fed Plosser taper weather", "", "2", now), weights)
+        await store.merge(old, survivor)
+    old_id = base64.b64encode(f"Story:{old}".encode()).decode()
+    body = await gql.post("query($id: ID!) { story(id: $id) { id articleCount } }", {"id": old_id})
+    assert body["data"]["story"] == {"id": base64.b64encode(f"Story:{survivor}".encode()).decode(), "articleCount": 2}

@@ -13,10 +13,12 @@ from app.api.relay import build_connection, decode_cursor, id_of, page_size, res
 from app.api.types.article import ArticleNode
 from app.api.types.enums import SourceStatusEnum
 from app.api.types.source import SourceNode
+from app.api.types.story import StoryNode
 from app.articles import repository as articles
 from app.health import check_health
 from app.sources import repository as sources
 from app.sources.portability import export_opml
+from app.stories import repository as story_queries
 
 
 @strawberry.type(description="Whether this API process reaches its database and Redis.")
@@ -74,7 +76,7 @@ class Query:
         source_id: relay.GlobalID | None = None,
     ) -> relay.Connection[ArticleNode]:
         size = _size(info, first)
-        after_key = _article_key(decode_cursor("article", after, 2)) if after is not None else None
+        after_key = _time_key(decode_cursor("article", after, 2)) if after is not None else None
         source = id_of(source_id, "Source", "sourceId") if source_id else None
         async with info.context.services.db() as session:
             rows = await articles.latest_articles(session, limit=size + 1, after=after_key, source_id=source)
@@ -86,6 +88,23 @@ class Query:
     @strawberry.field(description="One article by global id.")
     async def article(self, info: Info, id: relay.GlobalID) -> ArticleNode | None:
         return await resolve_global_id(info, id, ArticleNode)
+
+    @strawberry.field(description="Stories, most recently updated first.")
+    async def stories(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> relay.Connection[StoryNode]:
+        size = _size(info, first)
+        after_key = _time_key(decode_cursor("story", after, 2)) if after is not None else None
+        async with info.context.services.db() as session:
+            rows = await story_queries.latest_stories(session, limit=size + 1, after=after_key)
+        return build_connection(
+            rows, size=size, had_cursor=after is not None, kind="story",
+            key=lambda s: [s.last_updated_at.isoformat(), s.id], node=StoryNode.from_model,
+        )  # fmt: skip
+
+    @strawberry.field(description="One story by global id (a merged story's id leads to the story it joined).")
+    async def story(self, info: Info, id: relay.GlobalID) -> StoryNode | None:
+        return await resolve_global_id(info, id, StoryNode)
 
     @strawberry.field(description="Database and Redis reachability of the process answering.")
     async def health(self, info: Info) -> Health:
@@ -106,7 +125,7 @@ def _source_key(key: list[object]) -> int:
     return key[0]
 
 
-def _article_key(key: list[object]) -> tuple[datetime, int]:
+def _time_key(key: list[object]) -> tuple[datetime, int]:
     try:
         return datetime.fromisoformat(str(key[0])), int(str(key[1]))
     except ValueError as error:

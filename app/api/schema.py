@@ -25,6 +25,7 @@ from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
 from app.api.types.article import ArticleNode
 from app.api.types.source import SourceNode
+from app.api.types.story import StoryNode
 from app.settings import Settings
 from graphql import GraphQLError
 
@@ -61,7 +62,7 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
-        types=[SourceNode, ArticleNode],
+        types=[SourceNode, ArticleNode, StoryNode],
         extensions=extensions,
         config=StrawberryConfig(scalar_map=SCALARS),
     )

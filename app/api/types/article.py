@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry import relay
@@ -13,6 +14,9 @@ from app.api.relay import load_nodes
 from app.api.scalars import BigInt
 from app.api.types.source import SourceNode
 from app.articles.models import Article
+
+if TYPE_CHECKING:
+    from app.api.types.story import StoryNode
 
 
 @strawberry.type(name="Article", description="One article, stored once per URL.")
@@ -34,6 +38,16 @@ class ArticleNode(relay.Node):
     )
     source_id: strawberry.Private[int]
     duplicate_of_id: strawberry.Private[int | None]
+    cluster_id: strawberry.Private[int | None]
+
+    @strawberry.field(description="The story this article belongs to (null until it is clustered).")
+    async def story(self, info: Info) -> Annotated[StoryNode, strawberry.lazy("app.api.types.story")] | None:
+        from app.api.types.story import StoryNode
+
+        if self.cluster_id is None:
+            return None
+        row = await info.context.loaders.story_by_id.load(self.cluster_id)
+        return StoryNode.from_model(row) if row else None
 
     @strawberry.field(description="The earlier article this one copies (a syndicated or re-posted text), if any.")
     async def duplicate_of(self, info: Info) -> ArticleNode | None:
@@ -64,6 +78,7 @@ class ArticleNode(relay.Node):
             simhash=BigInt(row.simhash) if row.simhash is not None else None,
             source_id=row.source_id,
             duplicate_of_id=row.duplicate_of_id,
+            cluster_id=row.cluster_id,
         )
 
     @classmethod

@@ -1,0 +1,55 @@
+"""The Story node: one event covered by many outlets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+import strawberry
+from strawberry import relay
+
+from app.api.context import Info
+from app.api.relay import database_id, page_size
+from app.api.types.article import ArticleNode
+from app.stories import repository as stories
+from app.stories.models import StoryCluster
+
+
+@strawberry.type(name="Story", description="One event, as covered by every outlet that reported it.")
+class StoryNode(relay.Node):
+    id: relay.NodeID[int]
+    title: str = strawberry.field(description="The headline of the representative article.")
+    article_count: int
+    source_count: int = strawberry.field(description="How many outlets covered it: the card's “N sources”.")
+    first_seen_at: datetime
+    last_updated_at: datetime
+    representative_article_id: strawberry.Private[int | None]
+
+    @strawberry.field(description="The article of the most authoritative outlet (ties: the earliest).")
+    async def representative(self, info: Info) -> ArticleNode | None:
+        if self.representative_article_id is None:
+            return None
+        row = await info.context.loaders.article_by_id.load(self.representative_article_id)
+        return ArticleNode.from_model(row) if row else None
+
+    @strawberry.field(description="Full coverage: the story's articles, newest first.")
+    async def articles(self, info: Info, first: int | None = None) -> list[ArticleNode]:
+        settings = info.context.services.settings
+        size = page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
+        async with info.context.services.db() as session:
+            return [ArticleNode.from_model(a) for a in await stories.coverage(session, self.id, limit=size)]
+
+    @classmethod
+    def from_model(cls, row: StoryCluster) -> StoryNode:
+        return cls(
+            id=row.id, title=row.title, article_count=row.article_count, source_count=row.source_count,
+            first_seen_at=row.first_seen_at, last_updated_at=row.last_updated_at,
+            representative_article_id=row.representative_article_id,
+        )  # fmt: skip
+
+    @classmethod
+    async def resolve_nodes(  # type: ignore[override]
+        cls, *, info: Info, node_ids: Iterable[str], required: bool = False
+    ) -> Iterable[StoryNode | None]:
+        rows = await info.context.loaders.story_by_id.load_many([database_id(i) for i in node_ids])
+        return [cls.from_model(r) if r else None for r in rows]
