@@ -13,9 +13,9 @@ from arq.worker import Function, Worker, func
 from app.ingest.events import publish_articles_added
 from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
-from app.ingest.queue_names import CRAWL_TICK, INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES, WEBSUB_SUBSCRIBE
 from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
 from app.ingest.scheduler import claim_due_sources
+from app.queue_names import CRAWL_TICK, INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES, WEBSUB_SUBSCRIBE
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.sources import repository as sources

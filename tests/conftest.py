@@ -20,8 +20,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.api.asgi import create_app
 from app.db.migrate import upgrade
-from app.ingest.queue_names import CRAWL_TICK
 from app.models import Base
+from app.queue_names import CRAWL_TICK
 from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings

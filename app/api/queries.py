@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import strawberry
 from strawberry import relay
 
 from app.api.context import Info
-from app.api.errors import bad_cursor
-from app.api.relay import build_connection, decode_cursor, id_of, page_size, resolve_global_id
+from app.api.relay import after_id_key, after_time_key, build_connection, id_of, page_size, resolve_global_id
 from app.api.types.article import ArticleNode
 from app.api.types.enums import SourceStatusEnum
 from app.api.types.source import SourceNode
@@ -50,7 +47,7 @@ class Query:
         status: SourceStatusEnum | None = None,  # type: ignore[valid-type]
     ) -> relay.Connection[SourceNode]:
         size = _size(info, first)
-        after_id = _source_key(decode_cursor("source", after, 1)) if after is not None else None
+        after_id = after_id_key("source", after)
         async with info.context.services.db() as session:
             rows = await sources.list_sources(session, limit=size + 1, after_id=after_id, status=status)
         return build_connection(
@@ -76,7 +73,7 @@ class Query:
         source_id: relay.GlobalID | None = None,
     ) -> relay.Connection[ArticleNode]:
         size = _size(info, first)
-        after_key = _time_key(decode_cursor("article", after, 2)) if after is not None else None
+        after_key = after_time_key("article", after)
         source = id_of(source_id, "Source", "sourceId") if source_id else None
         async with info.context.services.db() as session:
             rows = await articles.latest_articles(session, limit=size + 1, after=after_key, source_id=source)
@@ -94,7 +91,7 @@ class Query:
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> relay.Connection[StoryNode]:
         size = _size(info, first)
-        after_key = _time_key(decode_cursor("story", after, 2)) if after is not None else None
+        after_key = after_time_key("story", after)
         async with info.context.services.db() as session:
             rows = await story_queries.latest_stories(session, limit=size + 1, after=after_key)
         return build_connection(
@@ -117,16 +114,3 @@ class Query:
             database_latency_ms=report.database.latency_ms,
             redis_latency_ms=report.redis.latency_ms,
         )
-
-
-def _source_key(key: list[object]) -> int:
-    if not isinstance(key[0], int):
-        raise bad_cursor()
-    return key[0]
-
-
-def _time_key(key: list[object]) -> tuple[datetime, int]:
-    try:
-        return datetime.fromisoformat(str(key[0])), int(str(key[1]))
-    except ValueError as error:
-        raise bad_cursor() from error

@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from strawberry import relay
@@ -33,6 +34,27 @@ def decode_cursor(kind: str, cursor: str, arity: int) -> list[Any]:
     if not isinstance(value, list) or len(value) != arity + 1 or value[0] != kind:
         raise bad_cursor()
     return value[1:]
+
+
+def after_id_key(kind: str, after: str | None) -> int | None:
+    """The key of an `after` cursor over rows in id order (None: from the start)."""
+    if after is None:
+        return None
+    key = decode_cursor(kind, after, 1)[0]
+    if not isinstance(key, int):
+        raise bad_cursor()
+    return key
+
+
+def after_time_key(kind: str, after: str | None) -> tuple[datetime, int] | None:
+    """The key of an `after` cursor over rows in (time, id) order, newest first (None: from the start)."""
+    if after is None:
+        return None
+    moment, row_id = decode_cursor(kind, after, 2)
+    try:
+        return datetime.fromisoformat(str(moment)), int(str(row_id))
+    except ValueError as error:
+        raise bad_cursor() from error
 
 
 def database_id(node_id: Any) -> int:

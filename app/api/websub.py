@@ -9,7 +9,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from app.api.queue import JobQueue
-from app.ingest.queue_names import INGEST_PUSH
+from app.queue_names import INGEST_PUSH
 from app.services import Services
 from app.websub.service import PushVerdict, accept_push, verify_intent
 

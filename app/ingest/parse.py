@@ -23,7 +23,13 @@ UNTITLED_TITLE_CHARS = 120
 
 
 class FeedParseError(ValueError):
-    """The body is not a feed we can read (an HTML page, a truncated download, garbage)."""
+    """The body is not a feed we can read (an HTML page, a truncated download, garbage).
+
+    It answers the questions the fetch log asks of a FetchError: what went wrong, with which HTTP status."""
+
+    error_class = "parse"
+    status_code = 200  # the document arrived; it just is not a feed
+    retry_after_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

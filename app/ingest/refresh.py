@@ -170,7 +170,7 @@ def _state_of(row: Any) -> CrawlState:
 
 
 async def _apply(
-    session: AsyncConnection,
+    connection: AsyncConnection,
     source: _SourceView,
     decision: Decision,
     fetch_log: dict[str, object],
@@ -190,10 +190,10 @@ async def _apply(
     if decision.source_status != SourceStatus.ACTIVE:
         log.warning("source %s (%s) is now %s: %s", source.id, source.feed_url, decision.source_status, last_error)
         changes["status"] = decision.source_status
-    if decision.move_feed_to and not await sources.feed_url_taken(session, decision.move_feed_to):
+    if decision.move_feed_to and not await sources.feed_url_taken(connection, decision.move_feed_to):
         log.info("source %s moved permanently: %s -> %s", source.id, source.feed_url, decision.move_feed_to)
         changes.update(feed_url=decision.move_feed_to, etag=None, last_modified=None)
-    await sources.record_fetch(session, source.id, schedule=schedule, fetch_log=fetch_log, source_changes=changes)
+    await sources.record_fetch(connection, source.id, schedule=schedule, fetch_log=fetch_log, source_changes=changes)
 
 
 def article_rows(source_id: int, entries: list[ParsedEntry]) -> list[articles.NewArticle]:
@@ -215,7 +215,7 @@ def _parse(fetched: FetchedFeed, settings: Settings, fetched_at: datetime) -> Pa
 
 
 async def _store_success(
-    session: AsyncConnection,
+    connection: AsyncConnection,
     settings: Settings,
     plan: _Plan,
     fetched: FetchedFeed,
@@ -225,7 +225,7 @@ async def _store_success(
     source = plan.source
     entries = parsed.entries if parsed else []
     rows = article_rows(source.id, entries)
-    inserted = await articles.insert_new(session, rows)
+    inserted = await articles.insert_new(connection, rows)
     bounds = Bounds(source.min_interval_s, source.max_interval_s)
     if pushed(source.websub, now):  # the hub brings new entries; polling is only a safety net
         bounds = Bounds(int(settings.websub_poll_hours * 3600), int(settings.websub_poll_hours * 3600))
@@ -248,31 +248,32 @@ async def _store_success(
         "error_class": "parse_recovered" if parsed and parsed.bozo else None,
         "error_message": parsed.bozo if parsed else None,
     }  # fmt: skip
-    await _apply(session, source, decision, fetch_log, validators=validators)
+    await _apply(connection, source, decision, fetch_log, validators=validators)
     status = "not_modified" if fetched.not_modified else "fetched"
     subscribe = found if wants_subscription(source.websub, found, settings, now) else None
     return RefreshOutcome(source.id, status, [a.id for a in inserted], subscribe=subscribe)
 
 
+FeedError = FetchError | FeedParseError
+
+
 async def _fail(
-    db: AsyncEngine, settings: Settings, plan: _Plan, error: Exception, kind: FailureKind
+    db: AsyncEngine, settings: Settings, plan: _Plan, error: FeedError, kind: FailureKind
 ) -> RefreshOutcome:
-    error_class = error.error_class if isinstance(error, FetchError) else "parse"
-    retry_after = error.retry_after_s if isinstance(error, FetchError) else None
-    log.warning("source %s (%s) failed: %s: %s", plan.source.id, plan.source.feed_url, error_class, error)
+    log.warning("source %s (%s) failed: %s: %s", plan.source.id, plan.source.feed_url, error.error_class, error)
     decision = after_failure(
-        plan.state, CrawlPolicy.from_settings(settings), now=datetime.now(UTC), kind=kind, retry_after_s=retry_after
-    )
+        plan.state, CrawlPolicy.from_settings(settings), now=datetime.now(UTC), kind=kind,
+        retry_after_s=error.retry_after_s,
+    )  # fmt: skip
     async with db.begin() as connection:
-        await _apply(connection, plan.source, decision, _error_log(error), last_error=f"{error_class}: {error}"[:2000])
-    return RefreshOutcome(plan.source.id, "failed", error_class=error_class)
+        last_error = f"{error.error_class}: {error}"[:2000]
+        await _apply(connection, plan.source, decision, _error_log(error), last_error=last_error)
+    return RefreshOutcome(plan.source.id, "failed", error_class=error.error_class)
 
 
-def _error_log(error: Exception, suffix: str = "") -> dict[str, object]:
+def _error_log(error: FeedError, suffix: str = "") -> dict[str, object]:
     """The fetch log row of a fetch that produced no feed."""
     return {
-        "status_code": error.status_code if isinstance(error, FetchError) else 200,
-        "duration_ms": 0, "bytes": 0, "items_seen": 0, "items_new": 0,
-        "error_class": error.error_class if isinstance(error, FetchError) else "parse",
-        "error_message": (str(error) + suffix)[:2000],
+        "status_code": error.status_code, "duration_ms": 0, "bytes": 0, "items_seen": 0, "items_new": 0,
+        "error_class": error.error_class, "error_message": (str(error) + suffix)[:2000],
     }  # fmt: skip

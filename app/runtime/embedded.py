@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import IO
 
-from app.runtime.processes import child_setup, free_port, is_alive, stop_process, wait_for_port
+from app.runtime.processes import child_setup, command_line, free_port, is_alive, stop_process, wait_for_port
 
 log = logging.getLogger(__name__)
 POSTGRES_SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root
@@ -163,7 +163,7 @@ class EmbeddedRedis:
             pid = int(self.pid_file.read_text().strip())
         except (OSError, ValueError):
             return
-        if is_alive(pid) and "redis" in _process_name(pid):
+        if is_alive(pid) and "redis" in command_line(pid):
             log.warning("stopping Redis pid %d left running by an earlier run", pid)
             stop_process(pid, signal.SIGTERM)
         self.pid_file.unlink(missing_ok=True)
@@ -174,15 +174,6 @@ class EmbeddedRedis:
             self._process.wait()
         self.pid_file.unlink(missing_ok=True)
         log.info("embedded Redis stopped")
-
-
-def _process_name(pid: int) -> str:
-    import psutil
-
-    try:
-        return " ".join(psutil.Process(pid).cmdline()) or psutil.Process(pid).name()
-    except psutil.Error:
-        return ""
 
 
 def _prepare_for_system_user(root: Path, user: str) -> None:

@@ -93,3 +93,12 @@ def is_alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def command_line(pid: int) -> str:
+    """What a process runs (its name when the command line is hidden); empty when it is gone."""
+    try:
+        process = psutil.Process(pid)
+        return " ".join(process.cmdline()) or process.name()
+    except psutil.Error:
+        return ""

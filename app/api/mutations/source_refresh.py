@@ -9,7 +9,7 @@ from app.api.context import Info
 from app.api.mutations.source_create import SourceErrorCodeEnum
 from app.api.relay import id_of
 from app.api.types.source import SourceNode
-from app.ingest.queue_names import REFRESH_SOURCE
+from app.queue_names import REFRESH_SOURCE
 from app.sources.service import SourceErrorCode, SourceRejected, request_refresh
 
 
