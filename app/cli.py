@@ -164,7 +164,6 @@ def _opml(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    import asyncio
     import dataclasses
     import json
 
@@ -179,6 +178,5 @@ def _eval(args: argparse.Namespace) -> int:
         run = cross_validate(rows, folds=args.folds, order=args.order, seed=args.seed, policy=policy)
     else:
         run = evaluate(rows, order=args.order, seed=args.seed, policy=policy)
-    result = asyncio.run(run)
-    print(json.dumps(result))
+    print(json.dumps(run))
     return 0

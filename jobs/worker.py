@@ -21,6 +21,7 @@ from app.settings import Settings, get_settings
 from app.sources import repository as sources
 from app.stories.near_duplicates import fingerprint_and_mark
 from app.stories.service import cluster_articles, merge_stories
+from app.stories.store import ClusteringCache
 from app.websub.protocol import Discovery
 from app.websub.service import renewals_due, subscribe
 
@@ -33,6 +34,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["services"] = Services.open(settings, pre_ping=False)  # see app.db.engine.create_engine
     ctx["http"] = new_http_client(settings)
     ctx["politeness"] = Politeness(ctx["services"].redis, ctx["http"], settings)
+    ctx["clustering"] = ClusteringCache()  # this worker's copy of the active stories (app/stories/store.py)
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
@@ -103,13 +105,13 @@ async def understand_articles_job(ctx: dict[str, Any], article_ids: list[int]) -
     """New articles, once stored: fingerprinted (copies marked), then clustered into stories."""
     services: Services = ctx["services"]
     await fingerprint_and_mark(services.engine, article_ids, now=datetime.now(UTC))
-    return len(await cluster_articles(services.engine, article_ids))
+    return len(await cluster_articles(services.engine, article_ids, ctx["clustering"]))
 
 
 async def merge_stories_job(ctx: dict[str, Any]) -> int:
     """Every two minutes: stories that later articles show to be one are merged (old ids resolve)."""
     services: Services = ctx["services"]
-    return await merge_stories(services.engine, datetime.now(UTC))
+    return await merge_stories(services.engine, datetime.now(UTC), ctx["clustering"])
 
 
 async def websub_subscribe_job(ctx: dict[str, Any], source_id: int, hub: str, topic: str) -> str:

@@ -14,10 +14,11 @@ from app.articles.repository import NewArticle, insert_new
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
+from app.stories import store
 from app.stories.clustering import IncomingArticle
 from app.stories.models import StoryCluster
 from app.stories.service import cluster_articles, merge_stories
-from app.stories.store import PgStoryStore
+from app.stories.store import ClusteringCache
 
 FED = ["Fed's Plosser says weak data caused by weather, taper on track",
        "Plosser: Fed taper should continue despite weather-hit data",
@@ -39,6 +40,20 @@ async def stored(services: Services, settings: Settings, titles: list[str], star
                              now + timedelta(seconds=k), k)  # fmt: skip
             ids += [a.id for a in await insert_new(session, [new])]
     return ids
+
+
+async def two_stories_of_one_event(services: Services, ids: list[int], titles: list[str]) -> list[int]:
+    """Two stories of one event, as early articles can make (the merge pass is what joins them)."""
+    now = datetime.now(UTC)
+    weights: dict[str, float] = {"plosser": 2, "taper": 1, "weather": 1, "fed": 1}
+    async with services.engine.begin() as connection:
+        cache = ClusteringCache()
+        state = await cache.catch_up(connection, since=now - timedelta(hours=1))
+        await cache.reserve_ids(connection, 2)
+        made = [state.create(IncomingArticle(i, t, "", str(k), now), weights).id
+                for k, (i, t) in enumerate(zip(ids, titles, strict=True))]  # fmt: skip
+        await cache.save(connection)
+    return made
 
 
 async def stories(services: Services) -> list[StoryCluster]:
@@ -71,21 +86,14 @@ async def test_concurrent_workers_end_with_one_story(services: Services, setting
 
 
 async def test_stories_that_prove_one_are_merged_and_old_ids_resolve(services: Services, settings: Settings) -> None:
-    ids = await stored(services, settings, ["Plosser taper weather Fed", "Fed Plosser taper weather data"])
-    async with services.engine.begin() as connection:  # two stories of one event, as early articles can make
-        store = PgStoryStore(connection)
-        now = datetime.now(UTC)
-        a = await store.create(IncomingArticle(ids[0], "Plosser taper weather Fed", "", "1", now),
-                               {"plosser": 2, "taper": 1, "weather": 1, "fed": 1})  # fmt: skip
-        b = await store.create(IncomingArticle(ids[1], "Fed Plosser taper weather data", "", "2", now),
-                               {"plosser": 2, "taper": 1, "weather": 1, "fed": 1, "data": 1})  # fmt: skip
+    titles = ["Plosser taper weather Fed", "Fed Plosser taper weather data"]
+    a, b = await two_stories_of_one_event(services, await stored(services, settings, titles), titles)
     assert await merge_stories(services.engine, datetime.now(UTC)) == 1
     survivors = await stories(services)
     assert len(survivors) == 1
     assert (survivors[0].article_count, survivors[0].source_count) == (2, 2)
     async with services.engine.connect() as connection:
-        store = PgStoryStore(connection)
-        assert await store.resolve(a) == await store.resolve(b) == survivors[0].id
+        assert await store.resolve(connection, a) == await store.resolve(connection, b) == survivors[0].id
 
 
 async def test_stories_through_the_api(gql: Any, services: Services, settings: Settings) -> None:
@@ -105,14 +113,13 @@ async def test_stories_through_the_api(gql: Any, services: Services, settings: S
 
 
 async def test_a_merged_story_id_leads_to_the_story_it_joined(gql: Any, services: Services, settings: Settings) -> None:
-    ids = await stored(services, settings, ["Plosser taper weather Fed", "Fed Plosser taper weather data"])
-    now = datetime.now(UTC)
-    weights: dict[str, float] = {"plosser": 2, "taper": 1, "weather": 1, "fed": 1}
+    titles = ["Plosser taper weather Fed", "Fed Plosser taper weather"]
+    old, survivor = await two_stories_of_one_event(services, await stored(services, settings, titles), titles)
     async with services.engine.begin() as connection:
-        store = PgStoryStore(connection)
-        old = await store.create(IncomingArticle(ids[0], "Plosser taper weather Fed", "", "1", now), weights)
-        survivor = await store.create(IncomingArticle(ids[1], "Fed Plosser taper weather", "", "2", now), weights)
-        await store.merge(old, survivor)
+        cache = ClusteringCache()
+        state = await cache.catch_up(connection, since=datetime.now(UTC) - timedelta(hours=1))
+        state.merge(state.stories[old], state.stories[survivor])
+        await cache.save(connection)
     old_id = base64.b64encode(f"Story:{old}".encode()).decode()
     body = await gql.post("query($id: ID!) { story(id: $id) { id articleCount } }", {"id": old_id})
     assert body["data"]["story"] == {"id": base64.b64encode(f"Story:{survivor}".encode()).decode(), "articleCount": 2}

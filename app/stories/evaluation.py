@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.stories.bcubed import bcubed
-from app.stories.clustering import ClusteringPolicy, IncomingArticle, MemoryStoryStore, StoryClusterer
+from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState
 
 SUMMARY_CHARS = 1000
 
@@ -64,20 +64,20 @@ def arrival_order(rows: list[LabelledArticle], order: str, seed: int) -> list[tu
     raise ValueError("order is `time` or `shuffled`")
 
 
-async def evaluate(
+def evaluate(
     rows: list[LabelledArticle], *, order: str = "time", seed: int = 0, policy: ClusteringPolicy | None = None
 ) -> dict[str, Any]:
-    clusterer = StoryClusterer(MemoryStoryStore(), policy)
+    clusterer = StoryClusterer(policy)
+    state = StoryState()
     arrivals = arrival_order(rows, order, seed)
-    predicted, gold = [], []
     started = time.perf_counter()
-    for index, (row, at) in enumerate(arrivals):
-        article = IncomingArticle(id=index + 1, title=row.title, summary=row.summary, source=row.publisher, at=at)
-        predicted.append(await clusterer.assign(article))
-        gold.append(row.story)
+    articles = [IncomingArticle(id=index + 1, title=row.title, summary=row.summary, source=row.publisher, at=at)
+                for index, (row, at) in enumerate(arrivals)]  # fmt: skip
+    placed = clusterer.assign_all(state, articles)
     if arrivals:
-        await clusterer.merge_pass(arrivals[-1][1])
-    predicted = [await clusterer.store.resolve(story) for story in predicted]
+        clusterer.merge_pass(state, arrivals[-1][1])
+    predicted = [state.resolve(placed[article.id]) for article in articles]
+    gold = [row.story for row, _ in arrivals]
     seconds = time.perf_counter() - started
     score = bcubed(predicted, gold)
     return {
@@ -92,7 +92,7 @@ async def evaluate(
     }
 
 
-async def cross_validate(
+def cross_validate(
     rows: list[LabelledArticle], *, folds: int, order: str, seed: int, policy: ClusteringPolicy | None = None
 ) -> dict[str, Any]:
     """Stories split into `folds` groups; each group is clustered on its own (stories the settings were not
@@ -100,7 +100,7 @@ async def cross_validate(
     stories = sorted({row.story for row in rows})
     random.Random(seed).shuffle(stories)
     groups = [set(stories[i::folds]) for i in range(folds)]
-    results = [await evaluate([r for r in rows if r.story in group], order=order, seed=seed, policy=policy)
+    results = [evaluate([r for r in rows if r.story in group], order=order, seed=seed, policy=policy)
                for group in groups]  # fmt: skip
     precision = sum(r["bcubed_precision"] for r in results) / folds
     recall = sum(r["bcubed_recall"] for r in results) / folds

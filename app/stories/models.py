@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, func, text
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, Sequence, String, Text, func, text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -15,7 +15,7 @@ class StoryCluster(Base):
     __tablename__ = "story_clusters"
     __table_args__ = (
         Index("ix_story_clusters_last_updated", "last_updated_at"),
-        Index("ix_story_clusters_top_terms", "top_terms", postgresql_using="gin"),
+        Index("ix_story_clusters_revision", "revision"),
         Index("ix_story_clusters_breaking", "breaking_started_at", postgresql_where=text("is_breaking")),
     )
 
@@ -35,12 +35,11 @@ class StoryCluster(Base):
     first_seen_at: Mapped[datetime] = mapped_column(server_default=func.now())
     last_updated_at: Mapped[datetime] = mapped_column(server_default=func.now())
     merged_into_id: Mapped[int | None] = mapped_column(ForeignKey("story_clusters.id", ondelete="SET NULL"))
-    # the clustering state: term weights summed over the story's articles, its strongest terms (the candidate
-    # index), and the sources that covered it
+    # the clustering state (app/stories/store.py): term weights summed over the story's articles, their norm, the
+    # revision that last wrote the row, and the sources that covered it
     centroid: Mapped[dict[str, float]] = mapped_column(JSONB, default=dict, server_default=text("'{}'::jsonb"))
-    top_terms: Mapped[list[str]] = mapped_column(
-        ARRAY(String(64)), default=list, server_default=text("'{}'::varchar[]")
-    )
+    centroid_norm: Mapped[float] = mapped_column(Float, default=0.0, server_default=text("0"))
+    revision: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))  # see app/stories/store
     source_ids: Mapped[list[int]] = mapped_column(
         ARRAY(BigInteger), default=list, server_default=text("'{}'::bigint[]")
     )
@@ -50,6 +49,12 @@ class StoryVocabulary(Base):
     """Document frequency of each term over every article clustered (the empty term counts the articles)."""
 
     __tablename__ = "story_vocabulary"
+    __table_args__ = (Index("ix_story_vocabulary_revision", "revision"),)
 
     term: Mapped[str] = mapped_column(String(64), primary_key=True)
     documents: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+    revision: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+
+
+# Stamps every write of clustering state, in commit order (writers hold the clustering lock).
+STORY_REVISION = Sequence("story_revision_seq", metadata=Base.metadata)

@@ -1,24 +1,29 @@
-"""The story store on PostgreSQL, behind the interface the clusterer uses (app/stories/clustering.py).
+"""The clustering state on PostgreSQL, and each worker's copy of it.
+
+PostgreSQL holds the truth: stories (centroid, norm, strongest terms, sources, representative) and the vocabulary's
+document frequencies. A worker keeps the active part in memory (`ClusteringCache`): the clusterer runs on it, and
+what changed is written back in a few set-based statements. Every write stamps the rows with a number from one
+sequence (`revision`), so before each batch a worker reads only what other workers changed since its last batch.
 
 Callers hold the clustering lock (`lock_clustering`) for the whole transaction: clustering is serialized across
-workers, so two articles of one story ingested at once still end in one story, and centroids are updated by
-read-modify-write without lost updates.
+workers, so two articles of one story ingested at once still end in one story, revisions are handed out in commit
+order, and a worker's copy is exact once it has caught up.
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select, text, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.articles.models import Article
-from app.sources.models import Source
-from app.stories.clustering import IncomingArticle, StoryView
-from app.stories.models import StoryCluster, StoryVocabulary
+from app.stories.clustering import Representative, Story, StoryState
+from app.stories.models import StoryCluster
 
-TOP_TERMS = 50  # a story is found through its strongest terms
 TOTAL = ""  # the vocabulary row that counts articles
 
 
@@ -26,103 +31,145 @@ async def lock_clustering(connection: AsyncConnection) -> None:
     await connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('newsagg:clustering'))"))
 
 
-def _top_terms(centroid: dict[str, float]) -> list[str]:
-    return [w[:64] for w in sorted(centroid, key=lambda w: -centroid[w])[:TOP_TERMS]]
+_CHANGED_STORIES = text("""
+    SELECT s.id, s.centroid, s.centroid_norm, s.article_count, s.source_ids, s.first_seen_at, s.last_updated_at,
+           s.merged_into_id, s.revision, s.representative_article_id, s.title,
+           coalesce(src.authority, 0) AS authority, coalesce(a.published_at, s.first_seen_at) AS published_at
+    FROM story_clusters AS s
+    LEFT JOIN articles AS a ON a.id = s.representative_article_id
+    LEFT JOIN sources AS src ON src.id = a.source_id
+    WHERE s.revision > :revision AND (s.last_updated_at >= :since OR s.merged_into_id IS NOT NULL)
+    ORDER BY s.revision
+""")
+_CHANGED_VOCABULARY = text("SELECT term, documents, revision FROM story_vocabulary WHERE revision > :revision")
 
 
-class PgStoryStore:
-    def __init__(self, connection: AsyncConnection) -> None:
-        self.db = connection
+class ClusteringCache:
+    """A worker's copy of the active clustering state, caught up with PostgreSQL before each use."""
 
-    async def document_frequencies(self, words: list[str]) -> tuple[dict[str, int], int]:
-        rows = await self.db.execute(
-            select(StoryVocabulary.term, StoryVocabulary.documents).where(StoryVocabulary.term.in_([*words, TOTAL]))
+    def __init__(self) -> None:
+        self.state = StoryState()
+        self.story_revision = 0
+        self.vocabulary_revision = 0
+
+    def reset(self) -> None:
+        """After a failed transaction the copy may hold changes PostgreSQL never got: start again."""
+        self.__init__()  # type: ignore[misc]
+
+    async def catch_up(self, connection: AsyncConnection, since: datetime) -> StoryState:
+        state = self.state
+        for row in await connection.execute(_CHANGED_VOCABULARY, {"revision": self.vocabulary_revision}):
+            if row.term == TOTAL:
+                state.documents = int(row.documents)
+            else:
+                state.frequencies[row.term] = int(row.documents)
+            self.vocabulary_revision = max(self.vocabulary_revision, row.revision)
+        for row in await connection.execute(_CHANGED_STORIES, {"revision": self.story_revision, "since": since}):
+            self.story_revision = max(self.story_revision, row.revision)
+            if row.merged_into_id is not None:
+                state.forget(row.id)
+                continue
+            representative = Representative(row.representative_article_id or 0, row.title, row.authority,
+                                            row.published_at)  # fmt: skip
+            state.put(Story(row.id, dict(row.centroid), row.centroid_norm, row.article_count,
+                            {str(s) for s in row.source_ids}, row.first_seen_at, row.last_updated_at,
+                            representative))  # fmt: skip
+        for story in [s for s in state.stories.values() if s.last_updated < since]:  # frozen: out of the window
+            state.forget(story.id)
+        return state
+
+    async def reserve_ids(self, connection: AsyncConnection, count: int) -> None:
+        """New stories take ids from the table's sequence, reserved up front: the clusterer itself never waits."""
+        rows = await connection.execute(
+            text("SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n)"), {"n": max(count, 1)}
         )
-        found = {row.term: int(row.documents) for row in rows}
-        return {w: found.get(w, 0) for w in words}, found.get(TOTAL, 0)
+        self.state.new_ids = iter([int(r[0]) for r in rows])
 
-    async def observe(self, words: list[str]) -> None:
-        terms = sorted({w[:64] for w in words} | {TOTAL})
-        statement = insert(StoryVocabulary).values([{"term": t, "documents": 1} for t in terms])
-        await self.db.execute(statement.on_conflict_do_update(
-            index_elements=[StoryVocabulary.term], set_={"documents": StoryVocabulary.documents + 1}))  # fmt: skip
+    async def save(self, connection: AsyncConnection) -> dict[int, int]:
+        """Writes back what the clusterer changed; returns where each placed article ended (article -> story)."""
+        state = self.state
+        revision = await connection.scalar(text("SELECT nextval('story_revision_seq')"))
+        if state.articles_observed:
+            vocabulary = Counter({w[:64]: n for w, n in state.observed.items()})
+            vocabulary[TOTAL] += state.articles_observed
+            terms = sorted(vocabulary)
+            await connection.execute(_SAVE_VOCABULARY, {"term": terms, "documents": [vocabulary[t] for t in terms],
+                                                         "revision": revision})  # fmt: skip
+        changed = sorted(i for i in state.changed if i in state.stories)
+        if changed:
+            await connection.execute(_SAVE_STORIES, _story_rows([state.stories[i] for i in changed], revision))
+        if state.retired:
+            retired = {i: state.resolve(i) for i in state.retired}
+            await connection.execute(_RETIRE_MERGED, {"story": list(retired), "into": list(retired.values()),
+                                                      "revision": revision})  # fmt: skip
+        placed = {article: state.resolve(story) for article, story in state.placed.items()}
+        if placed:
+            await connection.execute(_PLACE_ARTICLES, {"article": list(placed), "story": list(placed.values())})
+        state.observed, state.articles_observed = Counter(), 0
+        state.changed, state.retired, state.placed, state.merged_into = set(), set(), {}, {}
+        self.story_revision = self.vocabulary_revision = int(revision or 0)
+        return placed
 
-    async def candidates(self, words: list[str], since: datetime) -> list[StoryView]:
-        return await self._views(StoryCluster.top_terms.overlap([w[:64] for w in words]), since)
 
-    async def active(self, since: datetime) -> list[StoryView]:
-        return await self._views(None, since)
+_SAVE_VOCABULARY = text("""
+    INSERT INTO story_vocabulary (term, documents, revision)
+    SELECT u.term, u.documents, :revision FROM unnest(CAST(:term AS varchar[]), CAST(:documents AS bigint[]))
+        AS u(term, documents)
+    ON CONFLICT (term) DO UPDATE
+    SET documents = story_vocabulary.documents + excluded.documents, revision = excluded.revision
+""")
+_SAVE_STORIES = text("""
+    INSERT INTO story_clusters (id, title, representative_article_id, centroid, centroid_norm, article_count,
+                                source_count, source_ids, first_seen_at, last_updated_at, revision)
+    SELECT u.id, u.title, u.representative, CAST(u.centroid AS jsonb), u.norm,
+           u.size, cardinality(CAST(u.sources AS bigint[])), CAST(u.sources AS bigint[]), u.first_seen,
+           u.last_updated, :revision
+    FROM unnest(CAST(:id AS bigint[]), CAST(:title AS text[]), CAST(:representative AS bigint[]),
+                CAST(:centroid AS text[]), CAST(:norm AS float8[]), CAST(:size AS int[]),
+                CAST(:sources AS text[]), CAST(:first_seen AS timestamptz[]), CAST(:last_updated AS timestamptz[]))
+         AS u(id, title, representative, centroid, norm, size, sources, first_seen, last_updated)
+    ON CONFLICT (id) DO UPDATE SET
+        title = excluded.title, representative_article_id = excluded.representative_article_id,
+        centroid = excluded.centroid, centroid_norm = excluded.centroid_norm,
+        article_count = excluded.article_count, source_count = excluded.source_count,
+        source_ids = excluded.source_ids, first_seen_at = excluded.first_seen_at,
+        last_updated_at = excluded.last_updated_at, revision = excluded.revision
+""")
+_PLACE_ARTICLES = text("""
+    UPDATE articles AS a SET cluster_id = u.story
+    FROM unnest(CAST(:article AS bigint[]), CAST(:story AS bigint[])) AS u(article, story) WHERE a.id = u.article
+""")
+_RETIRE_MERGED = text("""
+    WITH retired AS (
+        UPDATE story_clusters AS s
+        SET merged_into_id = u.into_id, centroid = '{}', revision = :revision
+        FROM unnest(CAST(:story AS bigint[]), CAST(:into AS bigint[])) AS u(story, into_id) WHERE s.id = u.story
+        RETURNING s.id, u.into_id)
+    UPDATE articles AS a SET cluster_id = retired.into_id FROM retired WHERE a.cluster_id = retired.id
+""")
 
-    async def _views(self, condition: object, since: datetime) -> list[StoryView]:
-        query = select(StoryCluster.id, StoryCluster.centroid, StoryCluster.article_count, StoryCluster.source_ids,
-                       StoryCluster.last_updated_at).where(StoryCluster.last_updated_at >= since,
-                                                           StoryCluster.merged_into_id.is_(None))  # fmt: skip
-        if condition is not None:
-            query = query.where(condition)  # type: ignore[arg-type]
-        return [StoryView(row.id, dict(row.centroid), row.article_count, {str(s) for s in row.source_ids},
-                          row.last_updated_at) for row in await self.db.execute(query)]  # fmt: skip
 
-    async def create(self, article: IncomingArticle, weights: dict[str, float]) -> int:
-        story_id = await self.db.scalar(
-            insert(StoryCluster).values(
-                title=article.title, representative_article_id=article.id, centroid=weights,
-                top_terms=_top_terms(weights), article_count=1, source_count=1, source_ids=[int(article.source)],
-                first_seen_at=article.at, last_updated_at=article.at,
-            ).returning(StoryCluster.id)
-        )  # fmt: skip
-        assert story_id is not None
-        await self.db.execute(update(Article).where(Article.id == article.id).values(cluster_id=story_id))
-        return int(story_id)
+def _int_array(values: Iterable[int]) -> str:
+    """A PostgreSQL array literal: arrays of differing lengths cannot travel as one parameter."""
+    return "{" + ",".join(str(int(v)) for v in values) + "}"
 
-    async def join(self, story_id: int, article: IncomingArticle, weights: dict[str, float]) -> None:
-        columns = (StoryCluster.centroid, StoryCluster.source_ids, StoryCluster.last_updated_at)
-        story = (await self.db.execute(select(*columns).where(StoryCluster.id == story_id))).one()
-        centroid = dict(story.centroid)
-        for word, weight in weights.items():
-            centroid[word] = centroid.get(word, 0.0) + weight
-        sources = sorted({*story.source_ids, int(article.source)})
-        await self.db.execute(update(StoryCluster).where(StoryCluster.id == story_id).values(
-            centroid=centroid, top_terms=_top_terms(centroid), article_count=StoryCluster.article_count + 1,
-            source_ids=sources, source_count=len(sources), last_updated_at=max(story.last_updated_at, article.at),
-        ))  # fmt: skip
-        await self.db.execute(update(Article).where(Article.id == article.id).values(cluster_id=story_id))
-        await self._maybe_represent(story_id, article)
 
-    async def _maybe_represent(self, story_id: int, article: IncomingArticle) -> None:
-        """The representative is the article of the most authoritative source (ties: the earliest)."""
-        current = (
-            select(Source.authority)
-            .join(Article, Article.source_id == Source.id)
-            .where(Article.id == StoryCluster.representative_article_id)
-            .scalar_subquery()
-        )
-        await self.db.execute(
-            update(StoryCluster)
-            .where(StoryCluster.id == story_id, func.coalesce(current, -1.0) < article.authority)
-            .values(representative_article_id=article.id, title=article.title)
-        )
+def _story_rows(stories: list[Story], revision: Any) -> dict[str, Any]:
+    return {
+        "id": [s.id for s in stories],
+        "title": [s.representative.title for s in stories],
+        "representative": [s.representative.article_id for s in stories],
+        "centroid": [json.dumps(s.centroid) for s in stories],
+        "norm": [s.norm for s in stories],
+        "size": [s.size for s in stories],
+        "sources": [_int_array(sorted(int(x) for x in s.sources)) for s in stories],
+        "first_seen": [s.first_seen for s in stories],
+        "last_updated": [s.last_updated for s in stories],
+        "revision": revision,
+    }
 
-    async def merge(self, story_id: int, into_id: int) -> None:
-        rows = {row.id: row for row in await self.db.execute(
-            select(StoryCluster.id, StoryCluster.centroid, StoryCluster.source_ids, StoryCluster.article_count,
-                   StoryCluster.first_seen_at, StoryCluster.last_updated_at)
-            .where(StoryCluster.id.in_([story_id, into_id])))}  # fmt: skip
-        small, large = rows[story_id], rows[into_id]
-        centroid = dict(large.centroid)
-        for word, weight in small.centroid.items():
-            centroid[word] = centroid.get(word, 0.0) + weight
-        sources = sorted({*small.source_ids, *large.source_ids})
-        await self.db.execute(update(StoryCluster).where(StoryCluster.id == into_id).values(
-            centroid=centroid, top_terms=_top_terms(centroid), source_ids=sources, source_count=len(sources),
-            article_count=small.article_count + large.article_count,
-            first_seen_at=min(small.first_seen_at, large.first_seen_at),
-            last_updated_at=max(small.last_updated_at, large.last_updated_at),
-        ))  # fmt: skip
-        await self.db.execute(update(Article).where(Article.cluster_id == story_id).values(cluster_id=into_id))
-        await self.db.execute(update(StoryCluster).where(StoryCluster.id == story_id).values(
-            merged_into_id=into_id, centroid={}, top_terms=[]))  # fmt: skip
 
-    async def resolve(self, story_id: int) -> int:
-        while into := await self.db.scalar(select(StoryCluster.merged_into_id).where(StoryCluster.id == story_id)):
-            story_id = into
-        return story_id
+async def resolve(connection: AsyncConnection, story_id: int) -> int:
+    while into := await connection.scalar(select(StoryCluster.merged_into_id).where(StoryCluster.id == story_id)):
+        story_id = into
+    return story_id

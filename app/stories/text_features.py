@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 
@@ -19,6 +20,7 @@ NAME_WEIGHT = 2.0  # a capitalised word inside a headline is usually a name: str
 SUMMARY_WEIGHT = 0.5
 
 
+@functools.lru_cache(maxsize=1 << 17)  # headline words repeat: fold each once
 def _fold(word: str) -> str:
     word = word.lower().replace("\u2019", "'").strip("'.-")
     if word.endswith("'s"):
