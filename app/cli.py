@@ -1,4 +1,4 @@
-"""The `newsagg` command: up, api, worker, migrate, opml, eval, schema, settings."""
+"""The `newsagg` command: up, api, worker, migrate, opml, eval, topics, schema, settings."""
 
 from __future__ import annotations
 
@@ -60,6 +60,21 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     clustering.add_argument("--folds", type=int, help="cross-validate: cluster each of K groups of stories alone")
     clustering.add_argument("--threshold", type=float, help="override the similarity threshold")
     clustering.add_argument("--min-shared", type=int, help="override the shared significant terms required")
+    topics = evaluations.add_parser("topics", help="topic classification: accuracy and macro-F1 (JSON)")
+    topics.add_argument("--csv", type=Path, required=True, help="AG News (label, title, description) or BBC CSV")
+    topics.add_argument("--folds", type=int, default=0, help="also train in-domain by K-fold cross-validation")
+    topics.add_argument("--seed", type=int, default=0)
+    languages = evaluations.add_parser("languages", help="language detection on headline-length snippets (JSON)")
+    languages.add_argument("--tsv", type=Path, help="language<TAB>sentence lines (default: the eld test set)")
+    languages.add_argument("--english", type=Path, nargs="*", default=[],
+                           help="CSVs of English headlines (TITLE or title column)")  # fmt: skip
+
+    topic_commands = commands.add_parser("topics", help="the topic model").add_subparsers(
+        dest="topics_command", required=True, metavar="WHAT")  # fmt: skip
+    train = topic_commands.add_parser("train", help="train the topic model from feed items labelled by URL section")
+    train.add_argument("--items", type=Path, required=True, help="JSON lines (title, summary, link), maybe .gz")
+    train.add_argument("--out", type=Path, required=True, help="where to write the model (.npz)")
+    train.add_argument("--keep", type=int, default=10_000, help="hashed words kept (default 10000)")
 
     commands.add_parser("schema", help="print the GraphQL schema (SDL), as committed in schema.graphql")
     commands.add_parser("settings", help="print every setting, its environment variable and default (Markdown)")
@@ -102,6 +117,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return _opml(settings, args)
     if args.command == "eval":
         return _eval(args)
+    if args.command == "topics":
+        return _train_topics(args)
     if args.command == "schema":
         from app.api.schema import build_schema
 
@@ -164,8 +181,25 @@ def _opml(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    import dataclasses
     import json
+
+    result: dict[str, object]
+    if args.eval_command == "topics":
+        from app.topics.evaluation import evaluate as evaluate_topics
+
+        result = evaluate_topics(args.csv, folds=args.folds, seed=args.seed)
+    elif args.eval_command == "languages":
+        from app.articles.language_eval import evaluate as evaluate_languages
+
+        result = evaluate_languages(args.tsv, args.english)
+    else:
+        result = _eval_clustering(args)
+    print(json.dumps(result))
+    return 0
+
+
+def _eval_clustering(args: argparse.Namespace) -> dict[str, object]:
+    import dataclasses
 
     from app.stories.clustering import ClusteringPolicy
     from app.stories.evaluation import cross_validate, evaluate, read_labelled_csv
@@ -175,8 +209,22 @@ def _eval(args: argparse.Namespace) -> int:
     policy = dataclasses.replace(policy, **{k: v for k, v in overrides.items() if v is not None})
     rows = read_labelled_csv(args.csv)
     if args.folds:
-        run = cross_validate(rows, folds=args.folds, order=args.order, seed=args.seed, policy=policy)
-    else:
-        run = evaluate(rows, order=args.order, seed=args.seed, policy=policy)
-    print(json.dumps(run))
+        return cross_validate(rows, folds=args.folds, order=args.order, seed=args.seed, policy=policy)
+    return evaluate(rows, order=args.order, seed=args.seed, policy=policy)
+
+
+def _train_topics(args: argparse.Namespace) -> int:
+    import collections
+    import time
+
+    from app.topics.classifier import train
+    from app.topics.weak_labels import load_weakly_labelled
+
+    rows = load_weakly_labelled(args.items)
+    print(f"{len(rows)} items labelled by section: {dict(collections.Counter(r[2] for r in rows))}", file=sys.stderr)
+    started = time.perf_counter()
+    model = train(rows, keep=args.keep)
+    model.save(args.out)
+    print(f"trained in {time.perf_counter() - started:.0f} s; {len(model.columns)} hashed words -> {args.out}",
+          file=sys.stderr)  # fmt: skip
     return 0

@@ -83,7 +83,7 @@ def reword(rng: random.Random, title: str, summary: str) -> tuple[str, str]:
 
 def story_size(rng: random.Random) -> int:
     """Heavy-tailed: most stories have one or two articles, a few have hundreds."""
-    return min(int(rng.paretovariate(1.5)), 400)
+    return min(int(rng.paretovariate(1.4)), 400)
 
 
 def synthesize(rng: random.Random, seeds: list[tuple[str, str]], count: int, start: datetime, span: timedelta,
@@ -113,6 +113,8 @@ async def load_window(connection: AsyncConnection, window: list[Synthetic]) -> S
         for i, a in zip(ids, window, strict=True)])  # fmt: skip
     await cache.save(connection)
     await connection.execute(text("SELECT setval('story_clusters_id_seq', (SELECT max(id) FROM story_clusters))"))
+    # each article arrived when it was published (velocity looks at the last 30 minutes of arrivals)
+    await connection.execute(text("UPDATE articles SET crawled_at = published_at"))
     return cache.state
 
 

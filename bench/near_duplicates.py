@@ -2,12 +2,12 @@
 
 Loads N random 64-bit SimHash fingerprints (default 1M) into a scratch PostgreSQL table shaped like `articles`,
 plants near-copies (1-3 bits away) of some of them, then times, for the same queries:
-  - `gin_bands`: our path (app/stories/near_duplicates.py): band keys `&&` a GIN index, exact Hamming on the rows;
+  - `gin_bands`: our path (app/articles/understanding.py): band keys `&&` a GIN index, exact Hamming on the rows;
   - `memory_bands`: the same LSH in process memory (a dict per band), as a worker-local cache would hold it;
   - `bit_count_scan`: the documents' baseline, `bit_count((simhash # x)::bit(64)) <= 3` over every row.
 Each must find every planted copy. Prints one JSON object: p50/p99 per method and the ratios to the scan.
 
-    python bench/near_duplicates.py [--fingerprints 1000000] [--queries 300]
+    python -m bench.near_duplicates [--fingerprints 1000000] [--queries 300]
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from arq import cron
 from arq.connections import RedisSettings
 from arq.worker import Function, Worker, func
 
+from app.articles.understanding import understand_articles
 from app.ingest.events import publish_articles_added
 from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
@@ -19,7 +20,6 @@ from app.queue_names import CRAWL_TICK, INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.sources import repository as sources
-from app.stories.near_duplicates import fingerprint_and_mark
 from app.stories.service import cluster_articles, merge_stories
 from app.stories.store import ClusteringCache
 from app.websub.protocol import Discovery
@@ -101,15 +101,19 @@ async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, cont
     return outcome.status
 
 
+CLUSTER_PENDING = 2000  # a clustering job also takes up to this many other understood articles still waiting
+
+
 async def understand_articles_job(ctx: dict[str, Any], article_ids: list[int]) -> int:
-    """New articles, once stored: fingerprinted (copies marked), then clustered into stories."""
+    """New articles, once stored: fingerprinted and labelled (copies marked), then clustered into stories."""
     services: Services = ctx["services"]
-    await fingerprint_and_mark(services.engine, article_ids, now=datetime.now(UTC))
-    return len(await cluster_articles(services.engine, article_ids, ctx["clustering"]))
+    await understand_articles(services.engine, article_ids, now=datetime.now(UTC))
+    return len(await cluster_articles(services.engine, article_ids, ctx["clustering"], pending=CLUSTER_PENDING))
 
 
 async def merge_stories_job(ctx: dict[str, Any]) -> int:
-    """Every two minutes: stories that later articles show to be one are merged (old ids resolve)."""
+    """Every two minutes: stories that later articles show to be one are merged (old ids resolve); breaking stories
+    cool down."""
     services: Services = ctx["services"]
     return await merge_stories(services.engine, datetime.now(UTC), ctx["clustering"])
 

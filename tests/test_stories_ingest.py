@@ -11,6 +11,8 @@ from sqlalchemy import func, select
 
 from app.articles.models import Article
 from app.articles.repository import NewArticle, insert_new
+from app.articles.understanding import understand_articles
+from app.outbox.models import OutboxEvent
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
@@ -123,3 +125,77 @@ async def test_a_merged_story_id_leads_to_the_story_it_joined(gql: Any, services
     old_id = base64.b64encode(f"Story:{old}".encode()).decode()
     body = await gql.post("query($id: ID!) { story(id: $id) { id articleCount } }", {"id": old_id})
     assert body["data"]["story"] == {"id": base64.b64encode(f"Story:{survivor}".encode()).decode(), "articleCount": 2}
+
+
+async def test_a_story_breaks_once_when_many_outlets_publish_fast(services: Services, settings: Settings) -> None:
+    """61 articles in 30 minutes (> 2 a minute) from 6 outlets: breaking, with exactly one outbox event."""
+    titles = [FED[0]] * 61
+    ids = []
+    now = datetime.now(UTC)
+    async with services.db.begin() as session:
+        outlets = [await create_source(session, settings, SourceRequest(
+            feed_url=f"http://127.0.0.1:9/fast{k}", name=f"Fast {k}")) for k in range(6)]  # fmt: skip
+        for k, title in enumerate(titles):
+            new = NewArticle(outlets[k % 6].id, f"f{k}", f"https://fast.example/{k}", title, "", None,
+                             now - timedelta(seconds=k), k)  # fmt: skip
+            ids += [a.id for a in await insert_new(session, [new])]
+    slow = await stored(services, settings, [FED[0]] * 3, start=50)  # first, a slower start: not breaking yet
+    await cluster_articles(services.engine, slow)
+    assert not (await stories(services))[0].is_breaking
+    await cluster_articles(services.engine, ids[:30])
+    await cluster_articles(services.engine, ids[30:])
+    [story] = await stories(services)
+    assert story.is_breaking
+    assert story.velocity > 2
+    assert story.breaking_started_at is not None
+    assert (story.article_count, story.source_count) == (64, 9)
+    more = await stored(services, settings, [FED[0]] * 2, start=60)
+    await cluster_articles(services.engine, more)
+    await merge_stories(services.engine, datetime.now(UTC))  # measures breaking stories again
+    async with services.db() as session:
+        events = list(await session.scalars(select(OutboxEvent).where(OutboxEvent.topic == "story.breaking")))
+    assert len(events) == 1
+    assert events[0].payload["story_id"] == story.id
+    assert events[0].payload["source_count"] >= 5
+
+
+async def test_a_slow_story_from_few_outlets_never_breaks(services: Services, settings: Settings) -> None:
+    ids = await stored(services, settings, [APPLE[0]] * 4)
+    await cluster_articles(services.engine, ids)
+    [story] = await stories(services)
+    assert not story.is_breaking
+    assert story.velocity == 4 / 30
+    async with services.db() as session:
+        assert await session.scalar(select(func.count()).select_from(OutboxEvent)) == 0
+
+
+async def test_stories_carry_their_articles_topics_and_languages(gql: Any, services: Services,
+                                                                 settings: Settings) -> None:  # fmt: skip
+    ids = await stored(services, settings, [*APPLE, "Le gouvernement annonce une réforme des retraites en France"])
+    await understand_articles(services.engine, ids, now=datetime.now(UTC))
+    await cluster_articles(services.engine, ids)
+    query = """{ stories(first: 10, topics: [TECHNOLOGY]) { edges { node { title topics languages
+                 articles(first: 5) { language topics } } } } }"""
+    body = await gql.post(query)
+    [apple] = [edge["node"] for edge in body["data"]["stories"]["edges"]]
+    assert apple["topics"][0] == "TECHNOLOGY"
+    assert apple["languages"] == ["en"]
+    assert {a["language"] for a in apple["articles"]} == {"en"}
+    french = await gql.post('{ articles(first: 5, languages: ["fr"]) { edges { node { title language } } } }')
+    assert [e["node"]["language"] for e in french["data"]["articles"]["edges"]] == ["fr"]
+    bad = await gql.post('{ articles(first: 5, languages: ["not a code"]) { edges { node { id } } } }')
+    assert bad["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+async def test_two_workers_caches_stay_in_step(services: Services, settings: Settings) -> None:
+    """Each worker keeps its own copy of the active stories; before each batch it reads what the other wrote."""
+    first, second = ClusteringCache(), ClusteringCache()
+    ids = await stored(services, settings, [FED[0], FED[1], FED[2], APPLE[0]])
+    a = await cluster_articles(services.engine, ids[:1], first)
+    b = await cluster_articles(services.engine, ids[1:2], second)  # second sees the story first made
+    c = await cluster_articles(services.engine, ids[2:], first)  # first sees what second added
+    assert a[ids[0]] == b[ids[1]] == c[ids[2]] != c[ids[3]]
+    story = first.state.stories[a[ids[0]]]
+    assert (story.size, len(story.sources)) == (3, 3)
+    [stored_story] = [s for s in await stories(services) if s.id == a[ids[0]]]
+    assert (stored_story.article_count, stored_story.source_count) == (3, 3)

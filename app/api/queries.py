@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import strawberry
 from strawberry import relay
 
 from app.api.context import Info
+from app.api.errors import bad_argument
 from app.api.relay import after_id_key, after_time_key, build_connection, id_of, page_size, resolve_global_id
 from app.api.types.article import ArticleNode
-from app.api.types.enums import SourceStatusEnum
+from app.api.types.enums import SourceStatusEnum, TopicEnum
 from app.api.types.source import SourceNode
 from app.api.types.story import StoryNode
 from app.articles import repository as articles
@@ -16,6 +19,7 @@ from app.health import check_health
 from app.sources import repository as sources
 from app.sources.portability import export_opml
 from app.stories import repository as story_queries
+from app.topics.keywords import Topic
 
 
 @strawberry.type(description="Whether this API process reaches its database and Redis.")
@@ -25,6 +29,18 @@ class Health:
     redis: bool
     database_latency_ms: float
     redis_latency_ms: float
+
+
+LANGUAGE_CODE = re.compile("[a-z]{2,3}")
+MAX_LANGUAGES = 20
+
+
+def language_codes(languages: list[str] | None) -> list[str]:
+    """Language filter values: lowercase ISO 639 codes, a bounded number of them; BAD_USER_INPUT otherwise."""
+    codes = [code.strip().lower() for code in languages or ()]
+    if len(codes) > MAX_LANGUAGES or not all(LANGUAGE_CODE.fullmatch(code) for code in codes):
+        raise bad_argument(f'languages: at most {MAX_LANGUAGES} ISO 639-1 codes such as "en" or "fr"')
+    return codes
 
 
 def _size(info: Info, first: int | None) -> int:
@@ -64,19 +80,25 @@ class Query:
     async def source(self, info: Info, id: relay.GlobalID) -> SourceNode | None:
         return await resolve_global_id(info, id, SourceNode)
 
-    @strawberry.field(description="Articles, newest first; `sourceId` narrows them to one source.")
+    @strawberry.field(description="Articles, newest first; `sourceId` narrows them to one source, `languages` "
+                                  "(ISO 639-1 codes) and `topics` to any of those.")  # fmt: skip
     async def articles(
         self,
         info: Info,
         first: int | None = None,
         after: str | None = None,
         source_id: relay.GlobalID | None = None,
+        languages: list[str] | None = None,
+        topics: list[TopicEnum] | None = None,  # type: ignore[valid-type]
     ) -> relay.Connection[ArticleNode]:
         size = _size(info, first)
         after_key = after_time_key("article", after)
         source = id_of(source_id, "Source", "sourceId") if source_id else None
         async with info.context.services.db() as session:
-            rows = await articles.latest_articles(session, limit=size + 1, after=after_key, source_id=source)
+            rows = await articles.latest_articles(
+                session, limit=size + 1, after=after_key, source_id=source, languages=language_codes(languages),
+                topics=[Topic(t).value for t in topics or ()],
+            )  # fmt: skip
         return build_connection(
             rows, size=size, had_cursor=after is not None, kind="article",
             key=lambda a: [a.published_at.isoformat(), a.id], node=ArticleNode.from_model,
@@ -86,14 +108,22 @@ class Query:
     async def article(self, info: Info, id: relay.GlobalID) -> ArticleNode | None:
         return await resolve_global_id(info, id, ArticleNode)
 
-    @strawberry.field(description="Stories, most recently updated first.")
+    @strawberry.field(description="Stories, most recently updated first; `topics` and `languages` (ISO 639-1) "
+                                  "narrow them to any of those.")  # fmt: skip
     async def stories(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = None,
+        after: str | None = None,
+        topics: list[TopicEnum] | None = None,  # type: ignore[valid-type]
+        languages: list[str] | None = None,
     ) -> relay.Connection[StoryNode]:
         size = _size(info, first)
         after_key = after_time_key("story", after)
         async with info.context.services.db() as session:
-            rows = await story_queries.latest_stories(session, limit=size + 1, after=after_key)
+            rows = await story_queries.latest_stories(session, limit=size + 1, after=after_key,
+                                                      topics=[Topic(t).value for t in topics or ()],
+                                                      languages=language_codes(languages))  # fmt: skip
         return build_connection(
             rows, size=size, had_cursor=after is not None, kind="story",
             key=lambda s: [s.last_updated_at.isoformat(), s.id], node=StoryNode.from_model,

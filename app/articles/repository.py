@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.articles.models import Article
 from app.db.engine import Executor
+from app.sources.models import Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +72,15 @@ async def latest_articles(
     limit: int,
     after: tuple[datetime, int] | None,
     source_id: int | None = None,
+    languages: Sequence[str] = (),
+    topics: Sequence[str] = (),
 ) -> list[Article]:
-    """Newest first (published_at, id descending), keyset-paginated."""
+    """Newest first (published_at, id descending), keyset-paginated; in any of `languages`, about any of `topics`."""
     query = select(Article).order_by(Article.published_at.desc(), Article.id.desc()).limit(limit)
+    if languages:
+        query = query.where(Article.language.in_(languages))
+    if topics:
+        query = query.where(Article.topics.overlap(list(topics)))
     if after is not None:
         query = query.where(tuple_(Article.published_at, Article.id) < tuple_(*after))
     if source_id is not None:
@@ -82,35 +89,51 @@ async def latest_articles(
 
 
 @dataclass(frozen=True, slots=True)
-class FingerprintTarget:
+class UnderstandTarget:
     id: int
     source_id: int
     title: str
     summary: str
     crawled_at: datetime
+    declared_language: str | None  # the source's
 
 
-async def fingerprint_targets(db: Executor, ids: Sequence[int]) -> list[FingerprintTarget]:
+async def understand_targets(db: Executor, ids: Sequence[int]) -> list[UnderstandTarget]:
+    """The given articles not yet understood (fingerprinted and labelled)."""
     rows = await db.execute(
-        select(Article.id, Article.source_id, Article.title, Article.summary, Article.crawled_at)
+        select(Article.id, Article.source_id, Article.title, Article.summary, Article.crawled_at, Source.language)
+        .join(Source, Source.id == Article.source_id)
         .where(Article.id.in_(ids), Article.simhash.is_(None))
         .order_by(Article.id)
     )
-    return [FingerprintTarget(*row) for row in rows]
+    return [UnderstandTarget(*row) for row in rows]
 
 
-_SET_FINGERPRINTS = text("""
-    UPDATE articles SET simhash = f.simhash, simhash_bands = ARRAY[f.b0, f.b1, f.b2, f.b3]
+@dataclass(frozen=True, slots=True)
+class Understanding:
+    simhash: int
+    bands: list[int]
+    language: str | None
+    topics: list[str]
+
+
+_SET_UNDERSTANDING = text("""
+    UPDATE articles SET simhash = f.simhash, simhash_bands = ARRAY[f.b0, f.b1, f.b2, f.b3], language = f.language,
+                        topics = string_to_array(f.topics, ',')::varchar[]
     FROM unnest(CAST(:id AS bigint[]), CAST(:simhash AS bigint[]), CAST(:b0 AS int[]), CAST(:b1 AS int[]),
-                CAST(:b2 AS int[]), CAST(:b3 AS int[])) AS f(id, simhash, b0, b1, b2, b3)
+                CAST(:b2 AS int[]), CAST(:b3 AS int[]), CAST(:language AS varchar[]), CAST(:topics AS text[]))
+         AS f(id, simhash, b0, b1, b2, b3, language, topics)
     WHERE articles.id = f.id
 """)
 
 
-async def set_fingerprints(db: Executor, fingerprints: dict[int, tuple[int, list[int]]]) -> None:
-    ids = list(fingerprints)
-    band_columns = {f"b{i}": [fingerprints[a][1][i] for a in ids] for i in range(4)}
-    await db.execute(_SET_FINGERPRINTS, {"id": ids, "simhash": [fingerprints[a][0] for a in ids], **band_columns})
+async def set_understanding(db: Executor, found: dict[int, Understanding]) -> None:
+    ids = list(found)
+    band_columns = {f"b{i}": [found[a].bands[i] for a in ids] for i in range(4)}
+    await db.execute(_SET_UNDERSTANDING, {
+        "id": ids, "simhash": [found[a].simhash for a in ids], **band_columns,
+        "language": [found[a].language for a in ids], "topics": [",".join(found[a].topics) for a in ids],
+    })  # fmt: skip
 
 
 async def band_neighbours(db: Executor, band_keys: list[int], *, since: datetime) -> list[tuple[int, int, int]]:

@@ -16,6 +16,8 @@ class StoryCluster(Base):
     __table_args__ = (
         Index("ix_story_clusters_last_updated", "last_updated_at"),
         Index("ix_story_clusters_revision", "revision"),
+        Index("ix_story_clusters_topics", "topics", postgresql_using="gin"),
+        Index("ix_story_clusters_languages", "languages", postgresql_using="gin"),
         Index("ix_story_clusters_breaking", "breaking_started_at", postgresql_where=text("is_breaking")),
     )
 
@@ -27,6 +29,10 @@ class StoryCluster(Base):
     simhash: Mapped[int | None] = mapped_column(BigInteger)
     primary_topic: Mapped[str | None] = mapped_column(String(32))
     topics: Mapped[list[str]] = mapped_column(ARRAY(String(32)), default=list, server_default=text("'{}'::varchar[]"))
+    topic_counts: Mapped[dict[str, int]] = mapped_column(JSONB, default=dict, server_default=text("'{}'::jsonb"))
+    languages: Mapped[list[str]] = mapped_column(
+        ARRAY(String(16)), default=list, server_default=text("'{}'::varchar[]")
+    )
     article_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     source_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     velocity: Mapped[float] = mapped_column(Float, default=0.0, server_default=text("0"))

@@ -35,13 +35,19 @@ async def stories_by_ids(db: Executor, ids: Sequence[int]) -> dict[int, StoryClu
     return found
 
 
-async def latest_stories(db: Executor, *, limit: int, after: tuple[datetime, int] | None) -> list[StoryCluster]:
+async def latest_stories(db: Executor, *, limit: int, after: tuple[datetime, int] | None,
+                         topics: Sequence[str] = (), languages: Sequence[str] = ()) -> list[StoryCluster]:  # fmt: skip
+    """Most recently updated first; about any of `topics`, with an article in any of `languages`."""
     query = (
         select(StoryCluster)
         .where(StoryCluster.merged_into_id.is_(None))
         .order_by(StoryCluster.last_updated_at.desc(), StoryCluster.id.desc())
         .limit(limit)
     )
+    if topics:
+        query = query.where(StoryCluster.topics.overlap(list(topics)))
+    if languages:
+        query = query.where(StoryCluster.languages.overlap(list(languages)))
     if after is not None:
         query = query.where(tuple_(StoryCluster.last_updated_at, StoryCluster.id) < tuple_(*after))
     return list(await db.scalars(query))

@@ -15,25 +15,35 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.stories.clustering import Representative, Story, StoryState
+from app.stories.clustering import Representative, Story, StoryState, story_topics
 from app.stories.models import StoryCluster
 
 TOTAL = ""  # the vocabulary row that counts articles
+# A worker writes its vocabulary counts after this many articles (and at each merge pass): other workers' IDF lags
+# by at most that much, and a worker that stops loses at most that many articles' counts. Both are harmless.
+VOCABULARY_FLUSH_ARTICLES = 2000
 
 
 async def lock_clustering(connection: AsyncConnection) -> None:
     await connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('newsagg:clustering'))"))
 
 
+@dataclass(frozen=True, slots=True)
+class Saved:
+    placed: dict[int, int]  # article -> the story it ended in
+    stories: list[int]  # the stories that changed
+
+
 _CHANGED_STORIES = text("""
     SELECT s.id, s.centroid, s.centroid_norm, s.article_count, s.source_ids, s.first_seen_at, s.last_updated_at,
-           s.merged_into_id, s.revision, s.representative_article_id, s.title,
+           s.merged_into_id, s.revision, s.representative_article_id, s.title, s.topic_counts, s.languages,
            coalesce(src.authority, 0) AS authority, coalesce(a.published_at, s.first_seen_at) AS published_at
     FROM story_clusters AS s
     LEFT JOIN articles AS a ON a.id = s.representative_article_id
@@ -59,10 +69,11 @@ class ClusteringCache:
     async def catch_up(self, connection: AsyncConnection, since: datetime) -> StoryState:
         state = self.state
         for row in await connection.execute(_CHANGED_VOCABULARY, {"revision": self.vocabulary_revision}):
+            # what this worker observed and has not written yet stays counted
             if row.term == TOTAL:
-                state.documents = int(row.documents)
+                state.documents = int(row.documents) + state.articles_observed
             else:
-                state.frequencies[row.term] = int(row.documents)
+                state.frequencies[row.term] = int(row.documents) + state.observed.get(row.term, 0)
             self.vocabulary_revision = max(self.vocabulary_revision, row.revision)
         for row in await connection.execute(_CHANGED_STORIES, {"revision": self.story_revision, "since": since}):
             self.story_revision = max(self.story_revision, row.revision)
@@ -73,7 +84,7 @@ class ClusteringCache:
                                             row.published_at)  # fmt: skip
             state.put(Story(row.id, dict(row.centroid), row.centroid_norm, row.article_count,
                             {str(s) for s in row.source_ids}, row.first_seen_at, row.last_updated_at,
-                            representative))  # fmt: skip
+                            representative, Counter(row.topic_counts), set(row.languages)))  # fmt: skip
         for story in [s for s in state.stories.values() if s.last_updated < since]:  # frozen: out of the window
             state.forget(story.id)
         return state
@@ -85,16 +96,18 @@ class ClusteringCache:
         )
         self.state.new_ids = iter([int(r[0]) for r in rows])
 
-    async def save(self, connection: AsyncConnection) -> dict[int, int]:
-        """Writes back what the clusterer changed; returns where each placed article ended (article -> story)."""
+    async def save(self, connection: AsyncConnection, *, flush_vocabulary: bool = False) -> Saved:
+        """Writes back what the clusterer changed. Vocabulary counts are statistics: they are written once enough
+        articles have been observed (or when asked), not with every batch."""
         state = self.state
         revision = await connection.scalar(text("SELECT nextval('story_revision_seq')"))
-        if state.articles_observed:
+        if state.articles_observed and (flush_vocabulary or state.articles_observed >= VOCABULARY_FLUSH_ARTICLES):
             vocabulary = Counter({w[:64]: n for w, n in state.observed.items()})
             vocabulary[TOTAL] += state.articles_observed
             terms = sorted(vocabulary)
             await connection.execute(_SAVE_VOCABULARY, {"term": terms, "documents": [vocabulary[t] for t in terms],
                                                          "revision": revision})  # fmt: skip
+            state.observed, state.articles_observed = Counter(), 0
         changed = sorted(i for i in state.changed if i in state.stories)
         if changed:
             await connection.execute(_SAVE_STORIES, _story_rows([state.stories[i] for i in changed], revision))
@@ -105,10 +118,9 @@ class ClusteringCache:
         placed = {article: state.resolve(story) for article, story in state.placed.items()}
         if placed:
             await connection.execute(_PLACE_ARTICLES, {"article": list(placed), "story": list(placed.values())})
-        state.observed, state.articles_observed = Counter(), 0
         state.changed, state.retired, state.placed, state.merged_into = set(), set(), {}, {}
         self.story_revision = self.vocabulary_revision = int(revision or 0)
-        return placed
+        return Saved(placed, changed)
 
 
 _SAVE_VOCABULARY = text("""
@@ -120,15 +132,21 @@ _SAVE_VOCABULARY = text("""
 """)
 _SAVE_STORIES = text("""
     INSERT INTO story_clusters (id, title, representative_article_id, centroid, centroid_norm, article_count,
-                                source_count, source_ids, first_seen_at, last_updated_at, revision)
+                                source_count, source_ids, first_seen_at, last_updated_at, revision, topic_counts,
+                                topics, primary_topic, languages)
     SELECT u.id, u.title, u.representative, CAST(u.centroid AS jsonb), u.norm,
            u.size, cardinality(CAST(u.sources AS bigint[])), CAST(u.sources AS bigint[]), u.first_seen,
-           u.last_updated, :revision
+           u.last_updated, :revision, CAST(u.topic_counts AS jsonb), CAST(u.topics AS varchar[]),
+           (CAST(u.topics AS varchar[]))[1], CAST(u.languages AS varchar[])
     FROM unnest(CAST(:id AS bigint[]), CAST(:title AS text[]), CAST(:representative AS bigint[]),
                 CAST(:centroid AS text[]), CAST(:norm AS float8[]), CAST(:size AS int[]),
-                CAST(:sources AS text[]), CAST(:first_seen AS timestamptz[]), CAST(:last_updated AS timestamptz[]))
-         AS u(id, title, representative, centroid, norm, size, sources, first_seen, last_updated)
+                CAST(:sources AS text[]), CAST(:first_seen AS timestamptz[]), CAST(:last_updated AS timestamptz[]),
+                CAST(:topic_counts AS text[]), CAST(:topics AS text[]), CAST(:languages AS text[]))
+         AS u(id, title, representative, centroid, norm, size, sources, first_seen, last_updated, topic_counts, topics,
+              languages)
     ON CONFLICT (id) DO UPDATE SET
+        topic_counts = excluded.topic_counts, topics = excluded.topics, primary_topic = excluded.primary_topic,
+        languages = excluded.languages,
         title = excluded.title, representative_article_id = excluded.representative_article_id,
         centroid = excluded.centroid, centroid_norm = excluded.centroid_norm,
         article_count = excluded.article_count, source_count = excluded.source_count,
@@ -149,9 +167,10 @@ _RETIRE_MERGED = text("""
 """)
 
 
-def _int_array(values: Iterable[int]) -> str:
-    """A PostgreSQL array literal: arrays of differing lengths cannot travel as one parameter."""
-    return "{" + ",".join(str(int(v)) for v in values) + "}"
+def _array(values: Iterable[object]) -> str:
+    """A PostgreSQL array literal: arrays of differing lengths cannot travel as one parameter. Values are ids,
+    topic names and language codes; quoting keeps any character safe anyway."""
+    return "{" + ",".join(json.dumps(str(v), ensure_ascii=False) for v in values) + "}"
 
 
 def _story_rows(stories: list[Story], revision: Any) -> dict[str, Any]:
@@ -162,7 +181,10 @@ def _story_rows(stories: list[Story], revision: Any) -> dict[str, Any]:
         "centroid": [json.dumps(s.centroid) for s in stories],
         "norm": [s.norm for s in stories],
         "size": [s.size for s in stories],
-        "sources": [_int_array(sorted(int(x) for x in s.sources)) for s in stories],
+        "sources": [_array(sorted(int(x) for x in s.sources)) for s in stories],
+        "topic_counts": [json.dumps(s.topic_counts) for s in stories],
+        "topics": [_array(story_topics(s)) for s in stories],
+        "languages": [_array(sorted(s.languages)) for s in stories],
         "first_seen": [s.first_seen for s in stories],
         "last_updated": [s.last_updated for s in stories],
         "revision": revision,

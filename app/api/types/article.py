@@ -12,8 +12,10 @@ from strawberry import relay
 from app.api.context import Info
 from app.api.relay import load_nodes
 from app.api.scalars import BigInt
+from app.api.types.enums import TopicEnum
 from app.api.types.source import SourceNode
 from app.articles.models import Article
+from app.topics.keywords import TOPICS, Topic
 
 if TYPE_CHECKING:
     from app.api.types.story import StoryNode
@@ -28,8 +30,12 @@ class ArticleNode(relay.Node):
     author: str | None
     published_at: datetime = strawberry.field(description="As the feed says; clamped to the fetch time.")
     crawled_at: datetime
-    language: str | None
-    topics: list[str]
+    language: str | None = strawberry.field(
+        description="ISO 639-1 code: detected from the text when the detector is sure, else the source's language."
+    )
+    topics: list[TopicEnum] = strawberry.field(  # type: ignore[valid-type]
+        description="Most likely first; one, or two when close."
+    )
     content_hash: BigInt = strawberry.field(
         description="64-bit hash of the normalized title and summary: equal for exact copies."
     )
@@ -73,7 +79,7 @@ class ArticleNode(relay.Node):
             published_at=row.published_at,
             crawled_at=row.crawled_at,
             language=row.language,
-            topics=list(row.topics),
+            topics=[Topic(t) for t in row.topics if t in TOPICS],
             content_hash=BigInt(row.content_hash),
             simhash=BigInt(row.simhash) if row.simhash is not None else None,
             source_id=row.source_id,

@@ -11,8 +11,10 @@ from strawberry import relay
 from app.api.context import Info
 from app.api.relay import database_id, page_size
 from app.api.types.article import ArticleNode
+from app.api.types.enums import TopicEnum
 from app.stories import repository as stories
 from app.stories.models import StoryCluster
+from app.topics.keywords import TOPICS, Topic
 
 
 @strawberry.type(name="Story", description="One event, as covered by every outlet that reported it.")
@@ -23,6 +25,13 @@ class StoryNode(relay.Node):
     source_count: int = strawberry.field(description="How many outlets covered it: the card's “N sources”.")
     first_seen_at: datetime
     last_updated_at: datetime
+    topics: list[TopicEnum] = strawberry.field(  # type: ignore[valid-type]
+        description="What most of its articles are about (at most two, most common first)."
+    )
+    languages: list[str] = strawberry.field(description="The languages its articles are written in (ISO 639-1).")
+    velocity: float = strawberry.field(description="Articles per minute that joined it in the last 30 minutes.")
+    is_breaking: bool = strawberry.field(description="More than 2 articles a minute from at least 5 outlets.")
+    breaking_started_at: datetime | None = strawberry.field(description="When it first became breaking.")
     representative_article_id: strawberry.Private[int | None]
 
     @strawberry.field(description="The article of the most authoritative outlet (ties: the earliest).")
@@ -45,6 +54,8 @@ class StoryNode(relay.Node):
             id=row.id, title=row.title, article_count=row.article_count, source_count=row.source_count,
             first_seen_at=row.first_seen_at, last_updated_at=row.last_updated_at,
             representative_article_id=row.representative_article_id,
+            topics=[Topic(t) for t in row.topics if t in TOPICS], languages=list(row.languages),
+            velocity=row.velocity, is_breaking=row.is_breaking, breaking_started_at=row.breaking_started_at,
         )  # fmt: skip
 
     @classmethod

@@ -1,27 +1,38 @@
-"""Near-duplicates: a syndicated or re-posted article (SimHash within distance 3) is marked as a copy of the
+"""Understanding a new article, before it joins a story: its SimHash fingerprint, language and topics; and whether
+it is a near-duplicate (a syndicated or re-posted article, SimHash within distance 3), marked as a copy of the
 earliest such article of the last 48 hours, its original."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.articles import repository as articles
+from app.articles.labels import label
 from app.articles.simhash import NEAR_DUPLICATE_DISTANCE, bands, hamming, simhash
 
 WINDOW = timedelta(hours=48)
 
 
-async def fingerprint_and_mark(db: AsyncEngine, article_ids: Sequence[int], *, now: datetime) -> dict[int, int]:
-    """Fingerprint new articles and mark their near-duplicates; returns copy id -> original id."""
+def _understand(targets: list[articles.UnderstandTarget]) -> dict[int, articles.Understanding]:
+    labels = label([(t.title, t.summary, t.declared_language) for t in targets])
+    return {t.id: articles.Understanding(fp := simhash(f"{t.title}\n{t.summary}"), bands(fp), found.language,
+                                         found.topics) for t, found in zip(targets, labels, strict=True)}  # fmt: skip
+
+
+async def understand_articles(db: AsyncEngine, article_ids: Sequence[int], *, now: datetime) -> dict[int, int]:
+    """Fingerprint and label new articles (language, topics), and mark their near-duplicates; returns copy id ->
+    original id."""
     async with db.begin() as connection:
-        targets = await articles.fingerprint_targets(connection, article_ids)
+        targets = await articles.understand_targets(connection, article_ids)
         if not targets:
             return {}
-        fingerprints = {t.id: (fp := simhash(f"{t.title}\n{t.summary}"), bands(fp)) for t in targets}
-        await articles.set_fingerprints(connection, fingerprints)
+        found = await asyncio.to_thread(_understand, targets)
+        await articles.set_understanding(connection, found)
+        fingerprints = {i: (u.simhash, u.bands) for i, u in found.items()}
         keys = sorted({key for _, band_keys in fingerprints.values() for key in band_keys})
         neighbours = await articles.band_neighbours(connection, keys, since=now - WINDOW)
         copies: dict[int, int] = {}

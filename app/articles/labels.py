@@ -1,0 +1,21 @@
+"""What an article is about and in which language: computed once, when it is understood (jobs: understand)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.articles.language import article_language
+from app.topics.classifier import topics_of
+
+
+@dataclass(frozen=True, slots=True)
+class Labels:
+    language: str | None
+    topics: list[str]
+
+
+def label(texts: list[tuple[str, str, str | None]]) -> list[Labels]:
+    """(title, summary, the source's declared language) -> labels, in order. CPU-bound: run it in a thread."""
+    topics = topics_of([(title, summary) for title, summary, _ in texts])
+    return [Labels(article_language(title, summary, declared), found)
+            for (title, summary, declared), found in zip(texts, topics, strict=True)]  # fmt: skip

@@ -1,0 +1,1 @@
+"""Topics of an article: world, politics, business, technology, science, health, sports, entertainment."""

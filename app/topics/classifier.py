@@ -1,0 +1,68 @@
+"""The shipped topic classifier: the keyword baseline and a trained model, averaged.
+
+The model (`model.npz`, hashed word ids and weights only: no text) was trained by `newsagg topics train` on 23.7k
+headlines and summaries of 24 public news feeds (the `gesab001/headlines` snapshots, 2020-2021), each labelled by
+the section of the publisher's own URL (app/topics/weak_labels.py): weak supervision, no hand-labelled data, nothing
+from AG News or the BBC dataset, whose terms do not allow shipping a model trained on them. Those two are used only
+to measure it (`newsagg eval topics`).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from app.topics.keywords import TOPICS, keyword_probabilities
+from app.topics.model import TopicModel
+from app.topics.weak_labels import AMBIGUOUS
+
+MODEL = Path(__file__).with_name("model.npz")
+KEYWORD_SHARE = 0.5
+SECOND_TOPIC = 0.6  # a second topic is kept when it is at least this fraction as likely as the first
+
+_lock = threading.Lock()
+_model: TopicModel | None = None
+
+
+def shipped_model() -> TopicModel:
+    global _model
+    with _lock:
+        if _model is None:
+            _model = TopicModel.load(MODEL)
+        return _model
+
+
+def probabilities(docs: list[tuple[str, str]], model: TopicModel | None = None) -> np.ndarray:
+    """Rows of topic probabilities (columns in TOPICS order) for (title, summary) pairs."""
+    if not docs:
+        return np.zeros((0, len(TOPICS)))
+    model = model or shipped_model()
+    learned = model.probabilities(docs)[:, [model.topics.index(t) for t in TOPICS]]
+    return np.asarray(KEYWORD_SHARE * keyword_probabilities(docs) + (1 - KEYWORD_SHARE) * learned)
+
+
+def topics_of(docs: list[tuple[str, str]]) -> list[list[str]]:
+    """Each article's topics, most likely first: one, or two when the second is nearly as likely."""
+    out = []
+    for row in probabilities(docs):
+        first, second = np.argsort(-row)[:2]
+        out.append([TOPICS[first]] + ([TOPICS[second]] if row[second] >= SECOND_TOPIC * row[first] else []))
+    return out
+
+
+def train(rows: list[tuple[str, str, str]], *, keep: int = 10_000) -> TopicModel:
+    """A model from (title, summary, topic) rows. Rows labelled AMBIGUOUS (science or technology) are labelled by
+    a first model trained on the rest, then everything is fitted again."""
+    clear = [r for r in rows if r[2] != AMBIGUOUS]
+    model = TopicModel.train([(t, s) for t, s, _ in clear], [label for _, _, label in clear], TOPICS)
+    ambiguous = [r for r in rows if r[2] == AMBIGUOUS]
+    if ambiguous:
+        p = model.probabilities([(t, s) for t, s, _ in ambiguous])
+        science, technology = TOPICS.index("science"), TOPICS.index("technology")
+        resolved = [(t, s, "science" if row[science] >= row[technology] else "technology")
+                    for (t, s, _), row in zip(ambiguous, p, strict=True)]  # fmt: skip
+        everything = clear + resolved
+        model = TopicModel.train([(t, s) for t, s, _ in everything], [label for _, _, label in everything], TOPICS)
+    return model.pruned(keep)
