@@ -111,7 +111,7 @@ async def load_window(connection: AsyncConnection, window: list[Synthetic]) -> S
     StoryClusterer(service.INGEST_POLICY).assign_all(cache.state, [
         IncomingArticle(i, a.title, a.summary, str(a.source), a.at, random.Random(a.source).random())
         for i, a in zip(ids, window, strict=True)])  # fmt: skip
-    await cache.save(connection)
+    await cache.save(connection, datetime.now(UTC))
     await connection.execute(text("SELECT setval('story_clusters_id_seq', (SELECT max(id) FROM story_clusters))"))
     # each article arrived when it was published (velocity looks at the last 30 minutes of arrivals)
     await connection.execute(text("UPDATE articles SET crawled_at = published_at"))

@@ -12,6 +12,7 @@ from pathlib import Path
 from app.stories.clustering import IncomingArticle, StoryClusterer, StoryState
 from app.stories.evaluation import evaluate, read_labelled_csv
 from app.stories.text_features import terms
+from app.stories.velocity import measure
 from tests.conftest import REPO
 
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
@@ -80,3 +81,24 @@ def test_eval_command_prints_json_last(tmp_path: Path) -> None:
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert set(result) >= {"bcubed_precision", "bcubed_recall", "bcubed_f1", "stories_predicted",
                            "articles_per_second"}  # fmt: skip
+
+
+def test_velocity_counts_recent_arrivals_and_breaking_cools_down() -> None:
+    state = StoryState()
+    story = state.create(IncomingArticle(0, FED[0], "", "outlet0", NOW), {"fed": 1.0})
+    for k in range(1, 70):
+        state.join(story, IncomingArticle(k, FED[0], "", f"outlet{k % 6}", NOW + timedelta(seconds=k)), {"fed": 1.0})
+    assert measure(story, NOW + timedelta(minutes=2))  # 70 arrivals in 30 minutes from 6 outlets
+    assert story.velocity == 70 / 30
+    assert not measure(story, NOW + timedelta(minutes=3))  # still breaking: not a new transition
+    assert not measure(story, NOW + timedelta(minutes=40))  # no arrivals left in the window
+    assert (story.velocity, story.is_breaking, story.breaking_started_at) == (0.0, False, NOW + timedelta(minutes=2))
+
+
+def test_many_articles_from_few_outlets_are_not_breaking() -> None:
+    state = StoryState()
+    story = state.create(IncomingArticle(0, FED[0], "", "a", NOW), {"fed": 1.0})
+    for k in range(1, 100):
+        state.join(story, IncomingArticle(k, FED[0], "", "ab"[k % 2], NOW), {"fed": 1.0})
+    assert not measure(story, NOW)
+    assert story.velocity > 3

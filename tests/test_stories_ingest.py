@@ -54,7 +54,7 @@ async def two_stories_of_one_event(services: Services, ids: list[int], titles: l
         await cache.reserve_ids(connection, 2)
         made = [state.create(IncomingArticle(i, t, "", str(k), now), weights).id
                 for k, (i, t) in enumerate(zip(ids, titles, strict=True))]  # fmt: skip
-        await cache.save(connection)
+        await cache.save(connection, datetime.now(UTC))
     return made
 
 
@@ -121,7 +121,7 @@ async def test_a_merged_story_id_leads_to_the_story_it_joined(gql: Any, services
         cache = ClusteringCache()
         state = await cache.catch_up(connection, since=datetime.now(UTC) - timedelta(hours=1))
         state.merge(state.stories[old], state.stories[survivor])
-        await cache.save(connection)
+        await cache.save(connection, datetime.now(UTC))
     old_id = base64.b64encode(f"Story:{old}".encode()).decode()
     body = await gql.post("query($id: ID!) { story(id: $id) { id articleCount } }", {"id": old_id})
     assert body["data"]["story"] == {"id": base64.b64encode(f"Story:{survivor}".encode()).decode(), "articleCount": 2}

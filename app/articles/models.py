@@ -20,7 +20,6 @@ class Article(Base):
         Index("ix_articles_search", "search_vector", postgresql_using="gin"),
         Index("ix_articles_topics", "topics", postgresql_using="gin"),
         Index("ix_articles_simhash_bands", "simhash_bands", postgresql_using="gin"),
-        Index("ix_articles_cluster_crawled", "cluster_id", "crawled_at"),
         Index("ix_articles_unclustered", "id", postgresql_where=text("cluster_id IS NULL")),
     )
 
@@ -39,7 +38,7 @@ class Article(Base):
     duplicate_of_id: Mapped[int | None] = mapped_column(ForeignKey("articles.id", ondelete="SET NULL"))
     language: Mapped[str | None] = mapped_column(String(16), index=True)
     topics: Mapped[list[str]] = mapped_column(ARRAY(String(32)), default=list, server_default=text("'{}'::varchar[]"))
-    cluster_id: Mapped[int | None] = mapped_column(ForeignKey("story_clusters.id", ondelete="SET NULL"))
+    cluster_id: Mapped[int | None] = mapped_column(ForeignKey("story_clusters.id", ondelete="SET NULL"), index=True)
     click_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     share_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     search_vector: Mapped[str] = mapped_column(

@@ -60,6 +60,7 @@ class IncomingArticle:
     authority: float = 0.5
     topics: tuple[str, ...] = ()
     language: str | None = None
+    arrived: datetime | None = None  # when ingest stored it (velocity counts arrivals); `at` when not given
 
 
 @dataclass
@@ -74,6 +75,11 @@ class Story:
     representative: Representative
     topic_counts: Counter[str] = field(default_factory=Counter)  # articles per topic
     languages: set[str] = field(default_factory=set)
+    # arrivals of its articles in the velocity window, (epoch seconds, source), and what they measure
+    recent: list[tuple[float, str]] = field(default_factory=list)
+    velocity: float = 0.0
+    is_breaking: bool = False
+    breaking_started_at: datetime | None = None
     top: set[str] = field(default_factory=set)  # its strongest terms: what it is found by
     floor: float = 0.0  # the weakest weight among them when they were last chosen
 
@@ -230,6 +236,7 @@ class StoryState:
         story.topic_counts.update(article.topics)
         if article.language:
             story.languages.add(article.language)
+        story.recent.append(((article.arrived or article.at).timestamp(), article.source))
 
     def merge(self, small: Story, large: Story) -> None:
         self.add_weights(large, small.centroid)
@@ -241,6 +248,10 @@ class StoryState:
             large.representative = small.representative
         large.topic_counts.update(small.topic_counts)
         large.languages |= small.languages
+        large.recent = sorted(large.recent + small.recent)
+        large.breaking_started_at = min((t for t in (large.breaking_started_at, small.breaking_started_at) if t),
+                                        default=None)  # fmt: skip
+        large.is_breaking = large.is_breaking or small.is_breaking
         self.forget(small.id)
         self.merged_into[small.id] = large.id
         self.retired.add(small.id)

@@ -33,6 +33,10 @@ class StoryCluster(Base):
     languages: Mapped[list[str]] = mapped_column(
         ARRAY(String(16)), default=list, server_default=text("'{}'::varchar[]")
     )
+    # (epoch seconds, source id) of the articles that joined in the velocity window (app/stories/velocity.py)
+    recent_arrivals: Mapped[list[list[float | str]]] = mapped_column(
+        JSONB, default=list, server_default=text("'[]'::jsonb")
+    )
     article_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     source_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     velocity: Mapped[float] = mapped_column(Float, default=0.0, server_default=text("0"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -13,7 +13,6 @@ from app.articles.models import Article
 from app.sources.models import Source
 from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer
 from app.stories.store import ClusteringCache, lock_clustering
-from app.stories.velocity import breaking_stories, update_velocity
 
 # At ingest the merge pass runs on its own schedule (jobs: merge_stories), not every N articles.
 INGEST_POLICY = dataclasses.replace(ClusteringPolicy(), merge_every=10**9)
@@ -38,20 +37,20 @@ async def cluster_articles(db: AsyncEngine, article_ids: Sequence[int], cache: C
                 wanted = wanted | Article.id.in_(waiting.scalar_subquery())
             rows = await connection.execute(
                 select(Article.id, Article.title, Article.summary, Article.source_id, Article.published_at,
-                       Source.authority, Article.topics, Article.language)
+                       Source.authority, Article.topics, Article.language, Article.crawled_at)
                 .join(Source, Source.id == Article.source_id)
                 .where(wanted, Article.cluster_id.is_(None))
                 .order_by(Article.published_at, Article.id)
             )  # fmt: skip
             articles = [IncomingArticle(row.id, row.title, row.summary, str(row.source_id), row.published_at,
-                                        row.authority, tuple(row.topics), row.language) for row in rows]  # fmt: skip
+                                        row.authority, tuple(row.topics), row.language, row.crawled_at)
+                        for row in rows]  # fmt: skip
             if not articles:
                 return {}
             state = await cache.catch_up(connection, since=articles[0].at - INGEST_POLICY.window)
             await cache.reserve_ids(connection, len(articles))
             clusterer.assign_all(state, articles)
-            saved = await cache.save(connection, flush_vocabulary=ephemeral)
-            await update_velocity(connection, saved.stories)
+            saved = await cache.save(connection, datetime.now(UTC), flush_vocabulary=ephemeral)
             return saved.placed
     except BaseException:
         cache.reset()
@@ -69,9 +68,8 @@ async def merge_stories(db: AsyncEngine, now: datetime, cache: ClusteringCache |
             state = await cache.catch_up(connection, since=now - INGEST_POLICY.window)
             state.since_merge = {s.id for s in state.stories.values() if s.last_updated >= now - MERGE_LOOKBACK}
             merged = clusterer.merge_pass(state, now)
-            saved = await cache.save(connection, flush_vocabulary=True)
-            # breaking stories no article joined lately cool down here
-            await update_velocity(connection, sorted({*saved.stories, *await breaking_stories(connection)}))
+            state.changed |= {s.id for s in state.stories.values() if s.is_breaking}  # cooling down is a change
+            await cache.save(connection, datetime.now(UTC), flush_vocabulary=True)
             return merged
     except BaseException:
         cache.reset()

@@ -16,7 +16,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, text
@@ -24,8 +24,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.stories.clustering import Representative, Story, StoryState, story_topics
 from app.stories.models import StoryCluster
+from app.stories.velocity import announce, measure
 
 TOTAL = ""  # the vocabulary row that counts articles
+PRUNE_EVERY = timedelta(minutes=1)  # how often a worker's copy drops stories that left the window
 # A worker writes its vocabulary counts after this many articles (and at each merge pass): other workers' IDF lags
 # by at most that much, and a worker that stops loses at most that many articles' counts. Both are harmless.
 VOCABULARY_FLUSH_ARTICLES = 2000
@@ -39,11 +41,13 @@ async def lock_clustering(connection: AsyncConnection) -> None:
 class Saved:
     placed: dict[int, int]  # article -> the story it ended in
     stories: list[int]  # the stories that changed
+    breaking: list[int]  # the stories that have just become breaking
 
 
 _CHANGED_STORIES = text("""
     SELECT s.id, s.centroid, s.centroid_norm, s.article_count, s.source_ids, s.first_seen_at, s.last_updated_at,
            s.merged_into_id, s.revision, s.representative_article_id, s.title, s.topic_counts, s.languages,
+           s.recent_arrivals, s.velocity, s.is_breaking, s.breaking_started_at,
            coalesce(src.authority, 0) AS authority, coalesce(a.published_at, s.first_seen_at) AS published_at
     FROM story_clusters AS s
     LEFT JOIN articles AS a ON a.id = s.representative_article_id
@@ -61,6 +65,7 @@ class ClusteringCache:
         self.state = StoryState()
         self.story_revision = 0
         self.vocabulary_revision = 0
+        self.pruned_at: datetime | None = None
 
     def reset(self) -> None:
         """After a failed transaction the copy may hold changes PostgreSQL never got: start again."""
@@ -84,9 +89,13 @@ class ClusteringCache:
                                             row.published_at)  # fmt: skip
             state.put(Story(row.id, dict(row.centroid), row.centroid_norm, row.article_count,
                             {str(s) for s in row.source_ids}, row.first_seen_at, row.last_updated_at,
-                            representative, Counter(row.topic_counts), set(row.languages)))  # fmt: skip
-        for story in [s for s in state.stories.values() if s.last_updated < since]:  # frozen: out of the window
-            state.forget(story.id)
+                            representative, Counter(row.topic_counts), set(row.languages),
+                            [(float(t), str(src)) for t, src in row.recent_arrivals], row.velocity, row.is_breaking,
+                            row.breaking_started_at))  # fmt: skip
+        if self.pruned_at is None or since - self.pruned_at >= PRUNE_EVERY:
+            for story in [s for s in state.stories.values() if s.last_updated < since]:  # frozen: out of the window
+                state.forget(story.id)
+            self.pruned_at = since
         return state
 
     async def reserve_ids(self, connection: AsyncConnection, count: int) -> None:
@@ -96,9 +105,10 @@ class ClusteringCache:
         )
         self.state.new_ids = iter([int(r[0]) for r in rows])
 
-    async def save(self, connection: AsyncConnection, *, flush_vocabulary: bool = False) -> Saved:
-        """Writes back what the clusterer changed. Vocabulary counts are statistics: they are written once enough
-        articles have been observed (or when asked), not with every batch."""
+    async def save(self, connection: AsyncConnection, now: datetime, *, flush_vocabulary: bool = False) -> Saved:
+        """Writes back what the clusterer changed, with the changed stories' velocity as of `now` (and one outbox
+        event for each that has just become breaking). Vocabulary counts are statistics: they are written once
+        enough articles have been observed (or when asked), not with every batch."""
         state = self.state
         revision = await connection.scalar(text("SELECT nextval('story_revision_seq')"))
         if state.articles_observed and (flush_vocabulary or state.articles_observed >= VOCABULARY_FLUSH_ARTICLES):
@@ -109,8 +119,10 @@ class ClusteringCache:
                                                          "revision": revision})  # fmt: skip
             state.observed, state.articles_observed = Counter(), 0
         changed = sorted(i for i in state.changed if i in state.stories)
+        breaking = [state.stories[i] for i in changed if measure(state.stories[i], now)]
         if changed:
             await connection.execute(_SAVE_STORIES, _story_rows([state.stories[i] for i in changed], revision))
+        await announce(connection, breaking, now)
         if state.retired:
             retired = {i: state.resolve(i) for i in state.retired}
             await connection.execute(_RETIRE_MERGED, {"story": list(retired), "into": list(retired.values()),
@@ -120,7 +132,7 @@ class ClusteringCache:
             await connection.execute(_PLACE_ARTICLES, {"article": list(placed), "story": list(placed.values())})
         state.changed, state.retired, state.placed, state.merged_into = set(), set(), {}, {}
         self.story_revision = self.vocabulary_revision = int(revision or 0)
-        return Saved(placed, changed)
+        return Saved(placed, changed, [story.id for story in breaking])
 
 
 _SAVE_VOCABULARY = text("""
@@ -133,20 +145,25 @@ _SAVE_VOCABULARY = text("""
 _SAVE_STORIES = text("""
     INSERT INTO story_clusters (id, title, representative_article_id, centroid, centroid_norm, article_count,
                                 source_count, source_ids, first_seen_at, last_updated_at, revision, topic_counts,
-                                topics, primary_topic, languages)
+                                topics, primary_topic, languages, recent_arrivals, velocity, is_breaking,
+                                breaking_started_at)
     SELECT u.id, u.title, u.representative, CAST(u.centroid AS jsonb), u.norm,
            u.size, cardinality(CAST(u.sources AS bigint[])), CAST(u.sources AS bigint[]), u.first_seen,
            u.last_updated, :revision, CAST(u.topic_counts AS jsonb), CAST(u.topics AS varchar[]),
-           (CAST(u.topics AS varchar[]))[1], CAST(u.languages AS varchar[])
+           (CAST(u.topics AS varchar[]))[1], CAST(u.languages AS varchar[]), CAST(u.recent AS jsonb), u.velocity,
+           u.breaking, u.breaking_started
     FROM unnest(CAST(:id AS bigint[]), CAST(:title AS text[]), CAST(:representative AS bigint[]),
                 CAST(:centroid AS text[]), CAST(:norm AS float8[]), CAST(:size AS int[]),
                 CAST(:sources AS text[]), CAST(:first_seen AS timestamptz[]), CAST(:last_updated AS timestamptz[]),
-                CAST(:topic_counts AS text[]), CAST(:topics AS text[]), CAST(:languages AS text[]))
+                CAST(:topic_counts AS text[]), CAST(:topics AS text[]), CAST(:languages AS text[]),
+                CAST(:recent AS text[]), CAST(:velocity AS float8[]), CAST(:breaking AS boolean[]),
+                CAST(:breaking_started AS timestamptz[]))
          AS u(id, title, representative, centroid, norm, size, sources, first_seen, last_updated, topic_counts, topics,
-              languages)
+              languages, recent, velocity, breaking, breaking_started)
     ON CONFLICT (id) DO UPDATE SET
         topic_counts = excluded.topic_counts, topics = excluded.topics, primary_topic = excluded.primary_topic,
-        languages = excluded.languages,
+        languages = excluded.languages, recent_arrivals = excluded.recent_arrivals, velocity = excluded.velocity,
+        is_breaking = excluded.is_breaking, breaking_started_at = excluded.breaking_started_at,
         title = excluded.title, representative_article_id = excluded.representative_article_id,
         centroid = excluded.centroid, centroid_norm = excluded.centroid_norm,
         article_count = excluded.article_count, source_count = excluded.source_count,
@@ -185,6 +202,10 @@ def _story_rows(stories: list[Story], revision: Any) -> dict[str, Any]:
         "topic_counts": [json.dumps(s.topic_counts) for s in stories],
         "topics": [_array(story_topics(s)) for s in stories],
         "languages": [_array(sorted(s.languages)) for s in stories],
+        "recent": [json.dumps(s.recent) for s in stories],
+        "velocity": [s.velocity for s in stories],
+        "breaking": [s.is_breaking for s in stories],
+        "breaking_started": [s.breaking_started_at for s in stories],
         "first_seen": [s.first_seen for s in stories],
         "last_updated": [s.last_updated for s in stories],
         "revision": revision,

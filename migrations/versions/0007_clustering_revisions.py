@@ -1,7 +1,7 @@
 """Clustering state workers can cache: story centroids keep their IDF-weighted norm, stories and vocabulary rows
 carry the revision that last wrote them; the strongest-terms column and its index go (workers find candidate stories
 in their own copy, app/stories/store.py). Stories count their articles' topics and list their languages (both
-filterable); articles are indexed by story and crawl time (velocity)
+filterable) and keep their recent arrivals (velocity); unclustered articles are indexed
 
 Revision ID: 0007
 Revises: 0006
@@ -40,21 +40,19 @@ def upgrade() -> None:
                                               server_default=sa.text("'{}'::jsonb"), nullable=False))  # fmt: skip
     op.add_column("story_clusters", sa.Column("languages", postgresql.ARRAY(sa.String(length=16)),
                                               server_default=sa.text("'{}'::varchar[]"), nullable=False))  # fmt: skip
+    op.add_column("story_clusters", sa.Column("recent_arrivals", postgresql.JSONB(astext_type=sa.Text()),
+                                              server_default=sa.text("'[]'::jsonb"), nullable=False))  # fmt: skip
     op.create_index("ix_story_clusters_topics", "story_clusters", ["topics"], postgresql_using="gin")
     op.create_index("ix_story_clusters_languages", "story_clusters", ["languages"], postgresql_using="gin")
-    # velocity counts a story's articles of the last 30 minutes
-    op.drop_index("ix_articles_cluster_id", table_name="articles")
-    op.create_index("ix_articles_cluster_crawled", "articles", ["cluster_id", "crawled_at"])
     # articles understood and waiting for a story (a clustering job takes them in one batch)
     op.create_index("ix_articles_unclustered", "articles", ["id"], postgresql_where=sa.text("cluster_id IS NULL"))
 
 
 def downgrade() -> None:
     op.drop_index("ix_articles_unclustered", table_name="articles", postgresql_where=sa.text("cluster_id IS NULL"))
-    op.drop_index("ix_articles_cluster_crawled", table_name="articles")
-    op.create_index("ix_articles_cluster_id", "articles", ["cluster_id"])
     op.drop_index("ix_story_clusters_languages", table_name="story_clusters", postgresql_using="gin")
     op.drop_index("ix_story_clusters_topics", table_name="story_clusters", postgresql_using="gin")
+    op.drop_column("story_clusters", "recent_arrivals")
     op.drop_column("story_clusters", "languages")
     op.drop_column("story_clusters", "topic_counts")
     op.add_column("story_clusters", sa.Column("top_terms", postgresql.ARRAY(sa.String(length=64)),
