@@ -16,12 +16,14 @@ from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
 from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
 from app.ingest.scheduler import claim_due_sources
+from app.outbox.relay import relay
 from app.queue_names import CRAWL_TICK, INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES, WEBSUB_SUBSCRIBE
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.sources import repository as sources
 from app.stories.service import cluster_articles, merge_stories
 from app.stories.store import ClusteringCache
+from app.stories.velocity import BREAKING_TOPIC
 from app.websub.protocol import Discovery
 from app.websub.service import renewals_due, subscribe
 
@@ -101,6 +103,7 @@ async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, cont
     return outcome.status
 
 
+PUSHED_TOPICS = (BREAKING_TOPIC,)  # outbox topics the relay publishes on Redis
 CLUSTER_PENDING = 2000  # a clustering job also takes up to this many other understood articles still waiting
 
 
@@ -108,7 +111,15 @@ async def understand_articles_job(ctx: dict[str, Any], article_ids: list[int]) -
     """New articles, once stored: fingerprinted and labelled (copies marked), then clustered into stories."""
     services: Services = ctx["services"]
     await understand_articles(services.engine, article_ids, now=datetime.now(UTC))
-    return len(await cluster_articles(services.engine, article_ids, ctx["clustering"], pending=CLUSTER_PENDING))
+    placed = await cluster_articles(services.engine, article_ids, ctx["clustering"], pending=CLUSTER_PENDING)
+    await relay(services.engine, services.redis, PUSHED_TOPICS)  # a story that just broke is announced at once
+    return len(placed)
+
+
+async def relay_outbox_job(ctx: dict[str, Any]) -> int:
+    """Every few seconds: outbox events not yet published (Redis was down, a worker died) go out."""
+    services: Services = ctx["services"]
+    return await relay(services.engine, services.redis, PUSHED_TOPICS)
 
 
 async def merge_stories_job(ctx: dict[str, Any]) -> int:
@@ -174,6 +185,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             cron(websub_renew, minute=17, second=0, keep_result=0),
             cron(prune_fetch_log, minute=41, second=0, keep_result=0),
             cron(merge_stories_job, minute=set(range(0, 60, 2)), second=30, keep_result=0),
+            cron(relay_outbox_job, second=tick_seconds(5), keep_result=0),
         ],
         "on_startup": startup,
         "on_shutdown": shutdown,

@@ -1,0 +1,58 @@
+"""The outbox relay: committed events reach Redis pub/sub once, and survive Redis being down."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+
+from redis.asyncio import Redis
+from sqlalchemy import select
+
+from app.outbox.models import OutboxEvent
+from app.outbox.relay import relay
+from app.realtime.broadcast import CHANNEL_PREFIX
+from app.services import Services
+
+TOPIC = "story.breaking"
+
+
+async def add_events(services: Services, *story_ids: int) -> None:
+    async with services.db.begin() as session:
+        session.add_all(OutboxEvent(topic=TOPIC, dedupe_key=f"{TOPIC}:{i}", payload={"story_id": i})
+                        for i in story_ids)  # fmt: skip
+
+
+async def test_events_are_published_in_order_once(services: Services) -> None:
+    pubsub = services.redis.pubsub(ignore_subscribe_messages=True)
+    await pubsub.subscribe(CHANNEL_PREFIX + TOPIC)
+    await add_events(services, 7, 8)
+    assert await relay(services.engine, services.redis, [TOPIC]) == 2
+    assert await relay(services.engine, services.redis, [TOPIC]) == 0  # delivered ones stay delivered
+    received = []
+    while len(received) < 2:
+        message = await asyncio.wait_for(pubsub.get_message(timeout=5), timeout=6)
+        if message:
+            received.append(json.loads(message["data"]))
+    assert [r["story_id"] for r in received] == [7, 8]
+    assert received[0]["event_id"] < received[1]["event_id"]
+    await pubsub.aclose()
+
+
+async def test_events_wait_in_the_outbox_while_redis_is_down(services: Services) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    down = Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
+    await add_events(services, 9)
+    assert await relay(services.engine, down, [TOPIC]) == 0
+    async with services.db() as session:
+        [event] = await session.scalars(select(OutboxEvent))
+    assert event.delivered_at is None
+    assert event.attempts == 1
+    assert "ConnectionError" in (event.last_error or "")
+    assert await relay(services.engine, services.redis, [TOPIC]) == 1  # Redis is back: delivered
+    async with services.db() as session:
+        [event] = await session.scalars(select(OutboxEvent))
+    assert event.delivered_at is not None
+    await down.aclose()
