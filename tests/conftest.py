@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+import websockets
 from arq.connections import ArqRedis, create_pool
 from arq.connections import RedisSettings as ArqRedisSettings
 from sqlalchemy import text
@@ -190,3 +192,21 @@ def feed_server() -> Iterator[Any]:
     from tests.feeds import serve
 
     yield from serve()
+
+
+async def subscribe_ws(api_url: str, query: str, variables: dict[str, Any], origin: str | None = None
+                       ) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+    """A graphql-transport-ws client: yields the server's messages for one subscription (answers pings)."""
+    url = api_url.replace("http://", "ws://") + "/graphql"
+    headers = {"Origin": origin} if origin else {}
+    async with websockets.connect(url, subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
+                                  additional_headers=headers) as ws:  # fmt: skip
+        await ws.send(json.dumps({"type": "connection_init"}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": query, "variables": variables}}))
+        while True:
+            message = json.loads(await ws.recv())
+            if message["type"] == "ping":
+                await ws.send(json.dumps({"type": "pong"}))
+                continue
+            yield message

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,7 +19,7 @@ from app.ingest.events import publish_articles_added
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
-from tests.conftest import GraphQLClient, document
+from tests.conftest import GraphQLClient, document, subscribe_ws
 
 
 async def seed(services: Services, settings: Settings, *, sources: int, per_source: int) -> list[int]:
@@ -187,26 +186,9 @@ async def test_graphiql_is_served_to_browsers(api_url: str, services: Services) 
     assert "graphiql" in response.text.lower()
 
 
-async def _subscribe(api_url: str, query: str, variables: dict[str, Any], origin: str | None = None
-                     ) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
-    url = api_url.replace("http://", "ws://") + "/graphql"
-    headers = {"Origin": origin} if origin else {}
-    async with websockets.connect(url, subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
-                                  additional_headers=headers) as ws:  # fmt: skip
-        await ws.send(json.dumps({"type": "connection_init"}))
-        assert json.loads(await ws.recv())["type"] == "connection_ack"
-        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": query, "variables": variables}}))
-        while True:
-            message = json.loads(await ws.recv())
-            if message["type"] == "ping":
-                await ws.send(json.dumps({"type": "pong"}))
-                continue
-            yield message
-
-
 async def test_article_added_subscription_over_websocket(api_url: str, services: Services, settings: Settings) -> None:
     ids = await seed(services, settings, sources=2, per_source=1)
-    stream = _subscribe(api_url, document("ArticleAdded"), {})
+    stream = subscribe_ws(api_url, document("ArticleAdded"), {})
     first = asyncio.ensure_future(anext(stream))
     await asyncio.sleep(0.3)  # let the subscription reach Redis
     # Sources 1 and 2 were created by seed(); publish as the worker does after its commit.
@@ -218,6 +200,6 @@ async def test_article_added_subscription_over_websocket(api_url: str, services:
 
 
 async def test_cross_origin_websockets_are_refused(api_url: str, services: Services) -> None:
-    stream = _subscribe(api_url, document("ArticleAdded"), {}, origin="https://evil.example")
+    stream = subscribe_ws(api_url, document("ArticleAdded"), {}, origin="https://evil.example")
     with pytest.raises(websockets.exceptions.InvalidStatus):
         await asyncio.wait_for(anext(stream), 10)

@@ -11,14 +11,18 @@ from app.api.context import Info
 from app.api.errors import bad_argument
 from app.api.relay import after_id_key, after_time_key, build_connection, id_of, page_size, resolve_global_id
 from app.api.types.article import ArticleNode
+from app.api.types.breaking import CURSOR_KIND as BREAKING_CURSOR
+from app.api.types.breaking import BreakingEvent
 from app.api.types.enums import SourceStatusEnum, TopicEnum
 from app.api.types.source import SourceNode
 from app.api.types.story import StoryNode
 from app.articles import repository as articles
 from app.health import check_health
+from app.outbox import repository as outbox
 from app.sources import repository as sources
 from app.sources.portability import export_opml
 from app.stories import repository as story_queries
+from app.stories.velocity import BREAKING_TOPIC
 from app.topics.keywords import Topic
 
 
@@ -127,6 +131,20 @@ class Query:
         return build_connection(
             rows, size=size, had_cursor=after is not None, kind="story",
             key=lambda s: [s.last_updated_at.isoformat(), s.id], node=StoryNode.from_model,
+        )  # fmt: skip
+
+    @strawberry.field(description="Breaking-news events, oldest first: after a cursor from `breakingNews` or from "
+                                  "this list, exactly the events that followed it.")  # fmt: skip
+    async def breaking_events(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> relay.Connection[BreakingEvent]:
+        size = _size(info, first)
+        after_key = after_id_key(BREAKING_CURSOR, after)
+        async with info.context.services.db() as session:
+            rows = await outbox.events_after(session, BREAKING_TOPIC, after=after_key, limit=size + 1)
+        return build_connection(
+            rows, size=size, had_cursor=after is not None, kind=BREAKING_CURSOR, key=lambda e: [e.id],
+            node=lambda e: BreakingEvent.from_event(e.id, e.payload),
         )  # fmt: skip
 
     @strawberry.field(description="One story by global id (a merged story's id leads to the story it joined).")

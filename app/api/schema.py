@@ -24,6 +24,7 @@ from app.api.queries import Query
 from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
 from app.api.types.article import ArticleNode
+from app.api.types.breaking import BreakingEvent
 from app.api.types.source import SourceNode
 from app.api.types.story import StoryNode
 from app.settings import Settings
@@ -62,7 +63,7 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
-        types=[SourceNode, ArticleNode, StoryNode],
+        types=[SourceNode, ArticleNode, StoryNode, BreakingEvent],
         extensions=extensions,
         config=StrawberryConfig(scalar_map=SCALARS),
     )

@@ -8,10 +8,15 @@ import strawberry
 from strawberry import relay
 
 from app.api.context import Info
+from app.api.queries import language_codes
 from app.api.relay import id_of
 from app.api.types.article import ArticleNode
+from app.api.types.breaking import BreakingEvent
+from app.api.types.enums import TopicEnum
 from app.articles import repository as articles
 from app.ingest.events import ARTICLES_ADDED
+from app.stories.velocity import BREAKING_TOPIC
+from app.topics.keywords import Topic
 
 
 @strawberry.type
@@ -29,3 +34,23 @@ class Subscription:
                 rows = await articles.articles_by_ids(session, event["article_ids"])
             for row in sorted(rows, key=lambda r: r.id):
                 yield ArticleNode.from_model(row)
+
+    @strawberry.subscription(description="Stories as they become breaking (each once), optionally only about some "
+                                         "topics or with articles in some languages (ISO 639-1). Each event has a "
+                                         "cursor: after a reconnect, `breakingEvents(after:)` returns what was "
+                                         "missed.")  # fmt: skip
+    async def breaking_news(
+        self,
+        info: Info,
+        topics: list[TopicEnum] | None = None,  # type: ignore[valid-type]
+        languages: list[str] | None = None,
+    ) -> AsyncGenerator[BreakingEvent, None]:
+        wanted_topics = [Topic(t).value for t in topics or ()]
+        wanted_languages = language_codes(languages)
+        async for event in info.context.services.broadcaster.subscribe(BREAKING_TOPIC):
+            try:
+                found = BreakingEvent.from_event(int(event["event_id"]), event)
+            except (KeyError, TypeError, ValueError):
+                continue  # not an event this version understands
+            if found.wanted(wanted_topics, wanted_languages):
+                yield found
