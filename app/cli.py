@@ -1,4 +1,4 @@
-"""The `newsagg` command: up, api, worker, migrate, opml, eval, topics, schema, settings."""
+"""The `newsagg` command: up, api, worker, migrate, opml, users, eval, topics, schema, settings."""
 
 from __future__ import annotations
 
@@ -50,6 +50,13 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     opml_import.add_argument("file", type=Path, help="OPML file; folders become source categories")
     opml_export = opml_commands.add_parser("export", help="write all sources as OPML 2.0")
     opml_export.add_argument("file", type=Path, nargs="?", help="output file (default: standard output)")
+
+    users = commands.add_parser("users", help="accounts (embedded PostgreSQL if no URL)")
+    user_commands = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
+    grant = user_commands.add_parser("grant-admin", help="let an account manage sources")
+    grant.add_argument("email")
+    revoke = user_commands.add_parser("revoke-admin", help="take source management away from an account")
+    revoke.add_argument("email")
 
     evaluation = commands.add_parser("eval", help="measure the understanding of the news on labelled data")
     evaluations = evaluation.add_subparsers(dest="eval_command", required=True, metavar="WHAT")
@@ -115,6 +122,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return _migrate(settings, args.revision)
     if args.command == "opml":
         return _opml(settings, args)
+    if args.command == "users":
+        return _users(settings, args)
     if args.command == "eval":
         return _eval(args)
     if args.command == "topics":
@@ -173,6 +182,35 @@ def _opml(settings: Settings, args: argparse.Namespace) -> int:
         print(f"{len(report.created)} added, {report.existing} already present, {len(report.rejected)} refused")
         for url, error in report.rejected:
             print(f"  refused {url}: {error.code.value}: {error}", file=sys.stderr)
+        return 0
+
+    with _database(settings) as url:
+        upgrade_sync(url)
+        return asyncio.run(run(url))
+
+
+def _users(settings: Settings, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from sqlalchemy import func, update
+
+    from app.db.engine import create_engine
+    from app.db.migrate import upgrade_sync
+    from app.users.models import User
+
+    async def run(url: str) -> int:
+        engine = create_engine(settings.model_copy(update={"database_url": url}))
+        try:
+            async with engine.begin() as connection:
+                result = await connection.execute(
+                    update(User).where(func.lower(User.email) == args.email.strip().lower())
+                    .values(is_admin=args.users_command == "grant-admin"))  # fmt: skip
+        finally:
+            await engine.dispose()
+        if not result.rowcount:
+            print(f"no account with the email {args.email}", file=sys.stderr)
+            return 1
+        print(f"{args.email}: administrator" if args.users_command == "grant-admin" else f"{args.email}: user")
         return 0
 
     with _database(settings) as url:

@@ -5,7 +5,16 @@ from app.db.base import Base
 from app.outbox.models import OutboxEvent
 from app.sources.models import CrawlSchedule, FetchLog, Source
 from app.stories.models import StoryCluster, StoryVocabulary
-from app.users.models import ApiKey, ReadEvent, SourceFollow, SourceMute, TopicFollow, User, UserInterest
+from app.users.models import (
+    ApiKey,
+    ReadEvent,
+    SourceFollow,
+    SourceMute,
+    TopicFollow,
+    User,
+    UserInterest,
+    UserSession,
+)
 
 __all__ = [
     "ApiKey",
@@ -23,4 +32,5 @@ __all__ = [
     "TopicFollow",
     "User",
     "UserInterest",
+    "UserSession",
 ]

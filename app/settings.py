@@ -52,8 +52,10 @@ class Settings(BaseSettings):
     query_max_aliases: int = Field(default=30, description="Most aliases in one GraphQL document.")
     open_source_admin: bool = Field(
         default=True,
-        description="Let any caller manage sources (sourceCreate) until accounts with an admin role exist.",
+        description="Let any caller manage sources (sourceCreate, sourcesImport, sourceRefresh); when false, only "
+        "administrators (`newsagg users grant-admin EMAIL`) may.",
     )
+    session_days: float = Field(default=30, description="A sign-in token expires this many days after it was issued.")
 
     # --- crawl scheduling (DESIGN §4) ---------------------------------------------------------------------
     crawl_tick_seconds: int = Field(default=15, ge=1, le=60, description="How often due sources are claimed.")

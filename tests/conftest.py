@@ -145,11 +145,20 @@ def document(name: str) -> str:
 
 
 class GraphQLClient:
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, token: str | None = None) -> None:
         self.http = httpx.AsyncClient(base_url=base_url, timeout=30)
+        self.token = token
+
+    def as_(self, token: str | None) -> GraphQLClient:
+        """The same server, with another bearer credential (None: anonymous)."""
+        other = GraphQLClient.__new__(GraphQLClient)
+        other.http, other.token = self.http, token
+        return other
 
     async def post(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
-        response = await self.http.post("/graphql", json={"query": query, "variables": variables or {}})
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        response = await self.http.post("/graphql", json={"query": query, "variables": variables or {}},
+                                        headers=headers)  # fmt: skip
         assert response.status_code in (200, 400), response.text
         body: dict[str, Any] = response.json()
         return body

@@ -20,6 +20,7 @@ class Context:
     request: Any = None
     response: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    connection_params: Any = None  # a WebSocket's connection_init payload (strawberry sets it)
 
     @classmethod
     def create(cls, services: Services, queue: JobQueue, request: Any = None, response: Any = None) -> Context:

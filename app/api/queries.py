@@ -7,6 +7,7 @@ import re
 import strawberry
 from strawberry import relay
 
+from app.api import auth
 from app.api.context import Info
 from app.api.errors import bad_argument
 from app.api.relay import after_id_key, after_time_key, build_connection, id_of, page_size, resolve_global_id
@@ -16,6 +17,7 @@ from app.api.types.breaking import BreakingEvent
 from app.api.types.enums import SourceStatusEnum, TopicEnum
 from app.api.types.source import SourceNode
 from app.api.types.story import StoryNode
+from app.api.types.viewer import Viewer
 from app.articles import repository as articles
 from app.health import check_health
 from app.outbox import repository as outbox
@@ -150,6 +152,11 @@ class Query:
     @strawberry.field(description="One story by global id (a merged story's id leads to the story it joined).")
     async def story(self, info: Info, id: relay.GlobalID) -> StoryNode | None:
         return await resolve_global_id(info, id, StoryNode)
+
+    @strawberry.field(description="The signed-in account, or null for an anonymous caller.")
+    async def viewer(self, info: Info) -> Viewer | None:
+        user = await auth.viewer(info)
+        return Viewer.from_model(user) if user else None
 
     @strawberry.field(description="Database and Redis reachability of the process answering.")
     async def health(self, info: Info) -> Health:

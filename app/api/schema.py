@@ -17,6 +17,16 @@ from strawberry.relay.types import GlobalIDValueError
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
+from app.api.mutations.accounts import (
+    ApiKeyPayload,
+    AuthPayload,
+    LogOutPayload,
+    api_key_create_resolver,
+    api_key_revoke_resolver,
+    log_in_resolver,
+    log_out_resolver,
+    sign_up_resolver,
+)
 from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
@@ -34,13 +44,25 @@ from graphql import GraphQLError
 @strawberry.type
 class Mutation:
     source_create: SourceCreatePayload = strawberry.mutation(
-        resolver=source_create, description="Add a feed to crawl (administrators only once accounts exist)."
+        resolver=source_create,
+        description="Add a feed to crawl (administrators only, unless NEWSAGG_OPEN_SOURCE_ADMIN).",
     )
     sources_import: SourcesImportPayload = strawberry.mutation(
         resolver=sources_import, description="Add every feed of an OPML document (folders become categories)."
     )
     source_refresh: SourceRefreshPayload = strawberry.mutation(
         resolver=source_refresh, description="Fetch a source now; a paused or dead source gets a fresh start."
+    )
+    sign_up: AuthPayload = strawberry.mutation(resolver=sign_up_resolver, description="Create an account; signed in.")
+    log_in: AuthPayload = strawberry.mutation(resolver=log_in_resolver, description="Sign in: a new bearer token.")
+    log_out: LogOutPayload = strawberry.mutation(
+        resolver=log_out_resolver, description="End this session (`everywhere`: every session of this account)."
+    )
+    api_key_create: ApiKeyPayload = strawberry.mutation(
+        resolver=api_key_create_resolver, description="A new API key for an app (signed-in users)."
+    )
+    api_key_revoke: ApiKeyPayload = strawberry.mutation(
+        resolver=api_key_revoke_resolver, description="Revoke one of your API keys."
     )
 
 

@@ -59,6 +59,19 @@ class ApiKey(Base):
     revoked_at: Mapped[datetime | None]
 
 
+class UserSession(Base):
+    """A signed-in session: its bearer token is stored as a SHA-256 digest, never as itself."""
+
+    __tablename__ = "user_sessions"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = created_at_column()
+    expires_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None]
+
+
 class TopicFollow(Base):
     __tablename__ = "topic_follows"
 

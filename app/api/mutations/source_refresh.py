@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 from strawberry import relay
 
+from app.api.auth import may_manage_sources
 from app.api.context import Info
 from app.api.mutations.source_create import SourceErrorCodeEnum
 from app.api.relay import id_of
@@ -30,7 +31,7 @@ class SourceRefreshPayload:
 async def source_refresh(info: Info, id: relay.GlobalID) -> SourceRefreshPayload:
     services = info.context.services
     try:
-        if not services.settings.open_source_admin:
+        if not await may_manage_sources(info):
             raise SourceRejected(SourceErrorCode.FORBIDDEN, "source management is restricted to administrators")
         async with services.db.begin() as session:
             source, queued = await request_refresh(

@@ -1,0 +1,46 @@
+"""The signed-in user, as they see themselves (`viewer`): only ever their own account."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from sqlalchemy import select
+
+from app.api.context import Info
+from app.users.models import ApiKey, User
+
+
+@strawberry.type(name="ApiKey", description="A key an app authenticates with (`Authorization: Bearer nak_...`).")
+class ApiKeyInfo:
+    id: strawberry.ID
+    name: str
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+    @classmethod
+    def from_model(cls, row: ApiKey) -> ApiKeyInfo:
+        return cls(id=strawberry.ID(str(row.id)), name=row.name, created_at=row.created_at,
+                   last_used_at=row.last_used_at, revoked_at=row.revoked_at)  # fmt: skip
+
+
+@strawberry.type(name="Viewer", description="The signed-in account.")
+class Viewer:
+    email: str
+    is_admin: bool
+    created_at: datetime
+    preferred_languages: list[str]
+    user_id: strawberry.Private[int]
+
+    @strawberry.field(description="This account's API keys, newest first (the keys themselves are never shown again).")
+    async def api_keys(self, info: Info) -> list[ApiKeyInfo]:
+        async with info.context.services.db() as session:
+            rows = await session.scalars(select(ApiKey).where(ApiKey.user_id == self.user_id)
+                                         .order_by(ApiKey.id.desc()))  # fmt: skip
+            return [ApiKeyInfo.from_model(row) for row in rows]
+
+    @classmethod
+    def from_model(cls, row: User) -> Viewer:
+        return cls(email=row.email, is_admin=row.is_admin, created_at=row.created_at,
+                   preferred_languages=list(row.preferred_languages), user_id=row.id)  # fmt: skip
