@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import subprocess
 import sys
@@ -132,3 +133,28 @@ def test_grant_admin_command_refuses_an_unknown_account(settings: Settings) -> N
                          env={"PATH": "/usr/bin:/bin", "DATABASE_URL": str(settings.database_url)})  # fmt: skip
     assert run.returncode == 1
     assert "no account" in run.stderr
+
+
+async def test_follows_mutes_and_languages_are_each_readers_own(gql: GraphQLClient, services: Services) -> None:
+    source = await gql.run("SourceCreate", input={"feedUrl": "http://127.0.0.1:9/wire.xml", "name": "Wire"})
+    source_id = source["sourceCreate"]["source"]["id"]
+    reader, other = gql.as_(await sign_up(gql)), gql.as_(await sign_up(gql, "other@example.com"))
+    for _ in range(2):  # idempotent
+        await reader.run("TopicFollow", topic="SPORTS")
+    await reader.run("SourceMute", sourceId=source_id)
+    languages = await reader.run("PreferredLanguagesSet", languages=["FR", "en", "fr"])
+    assert languages["preferredLanguagesSet"]["viewer"]["preferredLanguages"] == ["fr", "en"]
+    mine = (await reader.run("Preferences"))["viewer"]
+    assert (mine["followedTopics"], [s["name"] for s in mine["mutedSources"]]) == (["SPORTS"], ["Wire"])
+    theirs = (await other.run("Preferences"))["viewer"]  # another reader sees only their own (empty) choices
+    assert (theirs["followedTopics"], theirs["mutedSources"], theirs["preferredLanguages"]) == ([], [], [])
+    assert (await gql.as_(None).run("Preferences"))["viewer"] is None
+    for name, variables in (("TopicFollow", {"topic": "SPORTS"}), ("SourceMute", {"sourceId": source_id}),
+                            ("PreferredLanguagesSet", {"languages": ["en"]})):  # fmt: skip
+        anonymous = await gql.as_(None).post(document(name), variables)
+        assert anonymous["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+    unknown = base64.b64encode(b"Source:999999").decode()
+    missing = (await reader.run("SourceMute", sourceId=unknown))["sourceMute"]
+    assert [e["code"] for e in missing["errors"]] == ["NOT_FOUND"]
+    bad = await reader.post(document("PreferredLanguagesSet"), {"languages": ["english please"]})
+    assert bad["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"

@@ -17,6 +17,7 @@ from strawberry.relay.types import GlobalIDValueError
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
+from app.api.mutations import preferences
 from app.api.mutations.accounts import (
     ApiKeyPayload,
     AuthPayload,
@@ -27,6 +28,7 @@ from app.api.mutations.accounts import (
     log_out_resolver,
     sign_up_resolver,
 )
+from app.api.mutations.preferences import ViewerPayload
 from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
@@ -63,6 +65,24 @@ class Mutation:
     )
     api_key_revoke: ApiKeyPayload = strawberry.mutation(
         resolver=api_key_revoke_resolver, description="Revoke one of your API keys."
+    )
+    topic_follow: ViewerPayload = strawberry.mutation(resolver=preferences.topic_follow, description="Follow a topic.")
+    topic_unfollow: ViewerPayload = strawberry.mutation(
+        resolver=preferences.topic_unfollow, description="Stop following."
+    )
+    source_follow: ViewerPayload = strawberry.mutation(
+        resolver=preferences.source_follow, description="Follow a source."
+    )
+    source_unfollow: ViewerPayload = strawberry.mutation(
+        resolver=preferences.source_unfollow, description="Stop following a source."
+    )
+    source_mute: ViewerPayload = strawberry.mutation(
+        resolver=preferences.source_mute, description="Never show this source to you."
+    )
+    source_unmute: ViewerPayload = strawberry.mutation(resolver=preferences.source_unmute, description="Unmute.")
+    preferred_languages_set: ViewerPayload = strawberry.mutation(
+        resolver=preferences.preferred_languages_set,
+        description="The languages you read (ISO 639-1 codes, most preferred first; empty: all).",
     )
 
 

@@ -60,7 +60,7 @@ class ApiKeyPayload:
     errors: list[AccountError]
 
 
-def _refused(error: AccountRejected) -> list[AccountError]:
+def refused(error: AccountRejected) -> list[AccountError]:
     return [AccountError(code=error.code, field=error.field, message=str(error))]
 
 
@@ -74,7 +74,7 @@ async def _signed_in(info: Info, start: Callable[[AsyncSession], Awaitable[tuple
             user, credential = await start(session)
             viewer = Viewer.from_model(user)
     except AccountRejected as error:
-        return AuthPayload(token=None, expires_at=None, viewer=None, errors=_refused(error))
+        return AuthPayload(token=None, expires_at=None, viewer=None, errors=refused(error))
     return AuthPayload(token=credential.secret, expires_at=credential.expires_at, viewer=viewer, errors=[])
 
 
@@ -101,7 +101,7 @@ async def api_key_create_resolver(info: Info, name: str) -> ApiKeyPayload:
             key, credential = await create_api_key(session, user, name)
             created = ApiKeyInfo.from_model(key)
     except AccountRejected as error:
-        return ApiKeyPayload(key=None, api_key=None, errors=_refused(error))
+        return ApiKeyPayload(key=None, api_key=None, errors=refused(error))
     return ApiKeyPayload(key=credential.secret, api_key=created, errors=[])
 
 
@@ -114,5 +114,5 @@ async def api_key_revoke_resolver(info: Info, id: strawberry.ID) -> ApiKeyPayloa
             key = await revoke_api_key(session, user, int(id))
             revoked = ApiKeyInfo.from_model(key)
     except AccountRejected as error:
-        return ApiKeyPayload(key=None, api_key=None, errors=_refused(error))
+        return ApiKeyPayload(key=None, api_key=None, errors=refused(error))
     return ApiKeyPayload(key=None, api_key=revoked, errors=[])

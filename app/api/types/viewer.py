@@ -8,7 +8,11 @@ import strawberry
 from sqlalchemy import select
 
 from app.api.context import Info
-from app.users.models import ApiKey, User
+from app.api.types.enums import TopicEnum
+from app.api.types.source import SourceNode
+from app.topics.keywords import TOPICS, Topic
+from app.users import preferences
+from app.users.models import ApiKey, SourceFollow, SourceMute, User
 
 
 @strawberry.type(name="ApiKey", description="A key an app authenticates with (`Authorization: Bearer nak_...`).")
@@ -39,6 +43,21 @@ class Viewer:
             rows = await session.scalars(select(ApiKey).where(ApiKey.user_id == self.user_id)
                                          .order_by(ApiKey.id.desc()))  # fmt: skip
             return [ApiKeyInfo.from_model(row) for row in rows]
+
+    @strawberry.field(description="Topics this account follows.")
+    async def followed_topics(self, info: Info) -> list[TopicEnum]:  # type: ignore[valid-type]
+        async with info.context.services.db() as session:
+            return [Topic(t) for t in await preferences.followed_topics(session, self.user_id) if t in TOPICS]
+
+    @strawberry.field(description="Sources this account follows.")
+    async def followed_sources(self, info: Info) -> list[SourceNode]:
+        async with info.context.services.db() as session:
+            return [SourceNode.from_model(s) for s in await preferences.sources_of(session, self.user_id, SourceFollow)]
+
+    @strawberry.field(description="Sources this account never wants to see.")
+    async def muted_sources(self, info: Info) -> list[SourceNode]:
+        async with info.context.services.db() as session:
+            return [SourceNode.from_model(s) for s in await preferences.sources_of(session, self.user_id, SourceMute)]
 
     @classmethod
     def from_model(cls, row: User) -> Viewer:

@@ -1,0 +1,82 @@
+"""topicFollow, topicUnfollow, sourceFollow, sourceUnfollow, sourceMute, sourceUnmute, preferredLanguagesSet: a
+signed-in reader's own choices (never anyone else's)."""
+
+from __future__ import annotations
+
+import strawberry
+from strawberry import relay
+
+from app.api.auth import require_viewer
+from app.api.context import Info
+from app.api.mutations.accounts import AccountError, refused
+from app.api.queries import language_codes
+from app.api.relay import id_of
+from app.api.types.enums import TopicEnum
+from app.api.types.viewer import Viewer
+from app.topics.keywords import Topic
+from app.users import preferences
+from app.users.models import SourceFollow, SourceMute, User
+from app.users.service import AccountRejected
+
+
+@strawberry.type(description="The account after the change.")
+class ViewerPayload:
+    viewer: Viewer | None
+    errors: list[AccountError]
+
+
+async def _after(info: Info, user: User) -> ViewerPayload:
+    async with info.context.services.db() as session:
+        fresh = await session.get(User, user.id)
+    assert fresh is not None
+    return ViewerPayload(viewer=Viewer.from_model(fresh), errors=[])
+
+
+async def _topic(info: Info, topic: TopicEnum, follow: bool) -> ViewerPayload:  # type: ignore[valid-type]
+    user = await require_viewer(info)
+    async with info.context.services.db.begin() as session:
+        await preferences.set_topic(session, user.id, Topic(topic).value, follow=follow)
+    return await _after(info, user)
+
+
+async def _source(info: Info, source_id: relay.GlobalID, table: type[SourceFollow | SourceMute],
+                  on: bool) -> ViewerPayload:  # fmt: skip
+    user = await require_viewer(info)
+    try:
+        async with info.context.services.db.begin() as session:
+            await preferences.set_source(session, user.id, id_of(source_id, "Source", "sourceId"), table=table, on=on)
+    except AccountRejected as error:
+        return ViewerPayload(viewer=None, errors=refused(error))
+    return await _after(info, user)
+
+
+async def topic_follow(info: Info, topic: TopicEnum) -> ViewerPayload:  # type: ignore[valid-type]
+    return await _topic(info, topic, True)
+
+
+async def topic_unfollow(info: Info, topic: TopicEnum) -> ViewerPayload:  # type: ignore[valid-type]
+    return await _topic(info, topic, False)
+
+
+async def source_follow(info: Info, source_id: relay.GlobalID) -> ViewerPayload:
+    return await _source(info, source_id, SourceFollow, True)
+
+
+async def source_unfollow(info: Info, source_id: relay.GlobalID) -> ViewerPayload:
+    return await _source(info, source_id, SourceFollow, False)
+
+
+async def source_mute(info: Info, source_id: relay.GlobalID) -> ViewerPayload:
+    return await _source(info, source_id, SourceMute, True)
+
+
+async def source_unmute(info: Info, source_id: relay.GlobalID) -> ViewerPayload:
+    return await _source(info, source_id, SourceMute, False)
+
+
+async def preferred_languages_set(info: Info, languages: list[str]) -> ViewerPayload:
+    user = await require_viewer(info)
+    codes = list(dict.fromkeys(language_codes(languages)))
+    async with info.context.services.db.begin() as session:
+        await preferences.set_languages(session, user.id, codes)
+    return await _after(info, user)

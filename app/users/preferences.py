@@ -1,0 +1,47 @@
+"""What a reader follows, mutes and reads in: topics and sources followed, sources muted, preferred languages.
+Every change is idempotent: following twice is following once."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.sources.models import Source
+from app.users.models import SourceFollow, SourceMute, TopicFollow, User
+from app.users.service import AccountErrorCode, AccountRejected
+
+MAX_LANGUAGES = 20
+
+
+async def set_topic(session: AsyncSession, user_id: int, topic: str, *, follow: bool) -> None:
+    if follow:
+        await session.execute(insert(TopicFollow).values(user_id=user_id, topic=topic).on_conflict_do_nothing())
+    else:
+        await session.execute(delete(TopicFollow).where(TopicFollow.user_id == user_id, TopicFollow.topic == topic))
+
+
+async def set_source(session: AsyncSession, user_id: int, source_id: int, *, table: type[SourceFollow | SourceMute],
+                     on: bool) -> None:  # fmt: skip
+    if not on:
+        await session.execute(delete(table).where(table.user_id == user_id, table.source_id == source_id))
+        return
+    if await session.get(Source, source_id) is None:
+        raise AccountRejected(AccountErrorCode.NOT_FOUND, "no such source", "sourceId")
+    await session.execute(insert(table).values(user_id=user_id, source_id=source_id).on_conflict_do_nothing())
+
+
+async def set_languages(session: AsyncSession, user_id: int, languages: list[str]) -> None:
+    await session.execute(update(User).where(User.id == user_id).values(preferred_languages=languages))
+
+
+async def followed_topics(session: AsyncSession, user_id: int) -> list[str]:
+    rows = await session.scalars(select(TopicFollow.topic).where(TopicFollow.user_id == user_id)
+                                 .order_by(TopicFollow.topic))  # fmt: skip
+    return list(rows)
+
+
+async def sources_of(session: AsyncSession, user_id: int, table: type[SourceFollow | SourceMute]) -> list[Source]:
+    rows = await session.scalars(select(Source).join(table, table.source_id == Source.id)
+                                 .where(table.user_id == user_id).order_by(Source.name, Source.id))  # fmt: skip
+    return list(rows)
