@@ -13,9 +13,13 @@ import httpx
 from sqlalchemy import select, update
 
 from app.api.asgi import create_app
+from app.articles.models import Article
+from app.articles.repository import NewArticle, insert_new
 from app.services import Services
 from app.settings import Settings
-from app.users.models import User, UserSession
+from app.sources.service import SourceRequest, create_source
+from app.users.interests import feed_version_key
+from app.users.models import User, UserInterest, UserSession
 from app.users.passwords import hash_password, verify_password
 from tests.conftest import REPO, GraphQLClient, document
 
@@ -158,3 +162,49 @@ async def test_follows_mutes_and_languages_are_each_readers_own(gql: GraphQLClie
     assert [e["code"] for e in missing["errors"]] == ["NOT_FOUND"]
     bad = await reader.post(document("PreferredLanguagesSet"), {"languages": ["english please"]})
     assert bad["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+async def test_engagement_moves_interests_once_per_session(gql: GraphQLClient, services: Services,
+                                                           settings: Settings) -> None:  # fmt: skip
+    async with services.db.begin() as session:
+        source = await create_source(session, settings, SourceRequest(feed_url="http://127.0.0.1:9/e.xml"))
+        [sports, business] = await insert_new(session, [
+            NewArticle(source.id, f"e{k}", f"https://e.example/{k}", f"story {k}", "", None, datetime.now(UTC), k)
+            for k in range(2)])  # fmt: skip
+        await session.execute(update(Article).where(Article.id == sports.id).values(topics=["sports"]))
+        await session.execute(update(Article).where(Article.id == business.id).values(topics=["business"]))
+    reader = gql.as_(await sign_up(gql))
+    sports_id, business_id = (base64.b64encode(f"Article:{a.id}".encode()).decode() for a in (sports, business))
+    async with services.db() as session:
+        user_id = await session.scalar(select(User.id).where(User.email == "reader@example.com"))
+    assert user_id is not None
+    version = await services.redis.get(feed_version_key(user_id)) or b"0"
+
+    async def engage(article: str, action: str, session_id: str = "s1", dwell: int | None = None) -> dict[str, Any]:
+        variables = {"articleId": article, "action": action, "sessionId": session_id, "dwellMs": dwell}
+        data: dict[str, Any] = (await reader.run("EngagementRecord", **variables))["engagementRecord"]
+        return data
+
+    first = await engage(sports_id, "CLICK")
+    assert first["recorded"] is True
+    assert first["interests"] == [{"topic": "SPORTS", "weight": 0.1}]
+    assert (await engage(sports_id, "CLICK"))["recorded"] is False  # the same session: once
+    assert (await engage(sports_id, "CLICK", "s2"))["interests"] == [{"topic": "SPORTS", "weight": 0.19}]
+    dismissed = await engage(business_id, "DISMISS", "s2")
+    assert {w["topic"]: w["weight"] for w in dismissed["interests"]} == {"SPORTS": 0.171, "BUSINESS": -0.1}
+    assert int(await services.redis.get(feed_version_key(user_id)) or 0) > int(version)  # cached feed pages invalidated
+    async with services.db.begin() as session:  # ten days later, the learned weights have decayed
+        await session.execute(update(UserInterest).values(updated_at=UserInterest.updated_at - timedelta(days=10)))
+    weights = {w["topic"]: w["weight"] for w in (await reader.run("Preferences"))["viewer"]["interests"]}
+    assert weights["SPORTS"] == round(0.171 * 0.95**10, 6)
+    await reader.run("TopicFollow", topic="BUSINESS")  # an explicit follow outweighs a dismissal
+    weights = {w["topic"]: w["weight"] for w in (await reader.run("Preferences"))["viewer"]["interests"]}
+    assert weights["BUSINESS"] == 1.0
+    missing = base64.b64encode(b"Article:999999").decode()
+    assert [e["code"] for e in (await engage(missing, "READ"))["errors"]] == ["NOT_FOUND"]
+    anonymous = await gql.as_(None).post(document("EngagementRecord"),
+                                         {"articleId": sports_id, "action": "READ", "sessionId": "s"})  # fmt: skip
+    assert anonymous["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+    too_long = await reader.post(document("EngagementRecord"),
+                                 {"articleId": sports_id, "action": "READ", "sessionId": "x" * 65})  # fmt: skip
+    assert too_long["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"

@@ -28,6 +28,7 @@ from app.api.mutations.accounts import (
     log_out_resolver,
     sign_up_resolver,
 )
+from app.api.mutations.engagement import EngagementPayload, engagement_record
 from app.api.mutations.preferences import ViewerPayload
 from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
@@ -80,6 +81,10 @@ class Mutation:
         resolver=preferences.source_mute, description="Never show this source to you."
     )
     source_unmute: ViewerPayload = strawberry.mutation(resolver=preferences.source_unmute, description="Unmute.")
+    engagement_record: EngagementPayload = strawberry.mutation(
+        resolver=engagement_record,
+        description="What you did with an article: it moves your interests at once (idempotent per session).",
+    )
     preferred_languages_set: ViewerPayload = strawberry.mutation(
         resolver=preferences.preferred_languages_set,
         description="The languages you read (ISO 639-1 codes, most preferred first; empty: all).",

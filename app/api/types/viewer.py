@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import strawberry
 from sqlalchemy import select
@@ -12,6 +12,7 @@ from app.api.types.enums import TopicEnum
 from app.api.types.source import SourceNode
 from app.topics.keywords import TOPICS, Topic
 from app.users import preferences
+from app.users.interests import interests
 from app.users.models import ApiKey, SourceFollow, SourceMute, User
 
 
@@ -29,6 +30,17 @@ class ApiKeyInfo:
                    last_used_at=row.last_used_at, revoked_at=row.revoked_at)  # fmt: skip
 
 
+@strawberry.type(description="How much a reader cares about a topic (negative: they dismiss it).")
+class TopicWeight:
+    topic: TopicEnum  # type: ignore[valid-type]
+    weight: float
+
+
+def weights_of(weights: dict[str, float]) -> list[TopicWeight]:
+    return [TopicWeight(topic=Topic(t), weight=round(w, 6))
+            for t, w in sorted(weights.items(), key=lambda pair: -pair[1]) if t in TOPICS]  # fmt: skip
+
+
 @strawberry.type(name="Viewer", description="The signed-in account.")
 class Viewer:
     email: str
@@ -43,6 +55,11 @@ class Viewer:
             rows = await session.scalars(select(ApiKey).where(ApiKey.user_id == self.user_id)
                                          .order_by(ApiKey.id.desc()))  # fmt: skip
             return [ApiKeyInfo.from_model(row) for row in rows]
+
+    @strawberry.field(description="Interests learned from engagement (decayed to now; follows count at least 1).")
+    async def interests(self, info: Info) -> list[TopicWeight]:
+        async with info.context.services.db() as session:
+            return weights_of(await interests(session, self.user_id, datetime.now(UTC)))
 
     @strawberry.field(description="Topics this account follows.")
     async def followed_topics(self, info: Info) -> list[TopicEnum]:  # type: ignore[valid-type]
