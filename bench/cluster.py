@@ -4,10 +4,11 @@ Clustering: a scratch database (the real migrations) holds `--live` articles (de
 48 hours, already clustered into stories. They are made from the real feed items in `../shared/data/feeds`: each
 item seeds a story, and the story's other articles are rewordings of it (words dropped and reordered, summary
 words added) from other outlets, so the vocabulary, its skew and the story sizes look like a live window. The
-warm state is built by the in-memory store behind the same interface, then copied in bulk. Then `--new` articles
-(half join live stories, half start new ones, all from items not used for the window) are clustered by
-`app.stories.service.cluster_articles` in fetch-sized batches, exactly as the worker does. The baseline in the same
-run is the same clusterer on the in-memory store from the same state (`ratio_pg_to_memory`).
+warm state is built by the clusterer on a worker's in-memory state and saved the way a worker saves it. Then `--new`
+articles (half join live stories, half start new ones, all from items not used for the window) are clustered by
+`app.stories.service.cluster_articles` in batches of `--batch`, exactly as the worker does, by a worker whose copy
+starts cold (its first batch is timed apart). The baseline in the same run is the same clusterer on a copy of the
+in-memory state (`ratio_pg_to_memory`).
 
 Lookup: bench/near_duplicates.py over `--fingerprints` (default 1M): LSH band keys on a GIN index against the
 design documents' `bit_count` scan over the same fingerprints.

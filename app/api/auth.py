@@ -7,6 +7,7 @@ from typing import Any
 
 from app.api.context import Info
 from app.api.errors import BadRequest
+from app.sources.service import SourceErrorCode, SourceRejected
 from app.users.models import User
 from app.users.service import authenticate
 
@@ -26,7 +27,9 @@ def bearer(context: Any) -> str | None:
     if not isinstance(raw, str) or not raw.strip():
         return None
     scheme, _, value = raw.strip().partition(" ")
-    return value.strip() if value and scheme.lower() == "bearer" else raw.strip() if not value else None
+    if not value:  # a bare token
+        return scheme
+    return value.strip() if scheme.lower() == "bearer" else None
 
 
 async def viewer(info: Info) -> User | None:
@@ -38,8 +41,6 @@ async def viewer(info: Info) -> User | None:
         if token:
             async with context.services.db.begin() as session:
                 user = await authenticate(session, token)
-                if user is not None:
-                    session.expunge(user)
         context.extra[_VIEWER] = user
     found: User | None = context.extra[_VIEWER]
     return found
@@ -52,8 +53,10 @@ async def require_viewer(info: Info) -> User:
     return user
 
 
-async def may_manage_sources(info: Info) -> bool:
+async def require_source_admin(info: Info) -> None:
+    """Source management: any caller when NEWSAGG_OPEN_SOURCE_ADMIN, else administrators only (FORBIDDEN)."""
     if info.context.services.settings.open_source_admin:
-        return True
+        return
     user = await viewer(info)
-    return user is not None and user.is_admin
+    if user is None or not user.is_admin:
+        raise SourceRejected(SourceErrorCode.FORBIDDEN, "source management is restricted to administrators")

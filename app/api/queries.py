@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 import strawberry
 from strawberry import relay
 
 from app.api import auth
 from app.api.context import Info
-from app.api.errors import bad_argument
+from app.api.filters import language_codes, topic_values
 from app.api.relay import after_id_key, after_time_key, build_connection, id_of, page_size, resolve_global_id
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import CURSOR_KIND as BREAKING_CURSOR
@@ -25,7 +23,6 @@ from app.sources import repository as sources
 from app.sources.portability import export_opml
 from app.stories import repository as story_queries
 from app.stories.velocity import BREAKING_TOPIC
-from app.topics.keywords import Topic
 
 
 @strawberry.type(description="Whether this API process reaches its database and Redis.")
@@ -35,18 +32,6 @@ class Health:
     redis: bool
     database_latency_ms: float
     redis_latency_ms: float
-
-
-LANGUAGE_CODE = re.compile("[a-z]{2,3}")
-MAX_LANGUAGES = 20
-
-
-def language_codes(languages: list[str] | None) -> list[str]:
-    """Language filter values: lowercase ISO 639 codes, a bounded number of them; BAD_USER_INPUT otherwise."""
-    codes = [code.strip().lower() for code in languages or ()]
-    if len(codes) > MAX_LANGUAGES or not all(LANGUAGE_CODE.fullmatch(code) for code in codes):
-        raise bad_argument(f'languages: at most {MAX_LANGUAGES} ISO 639-1 codes such as "en" or "fr"')
-    return codes
 
 
 def _size(info: Info, first: int | None) -> int:
@@ -103,7 +88,7 @@ class Query:
         async with info.context.services.db() as session:
             rows = await articles.latest_articles(
                 session, limit=size + 1, after=after_key, source_id=source, languages=language_codes(languages),
-                topics=[Topic(t).value for t in topics or ()],
+                topics=topic_values(topics),
             )  # fmt: skip
         return build_connection(
             rows, size=size, had_cursor=after is not None, kind="article",
@@ -128,7 +113,7 @@ class Query:
         after_key = after_time_key("story", after)
         async with info.context.services.db() as session:
             rows = await story_queries.latest_stories(session, limit=size + 1, after=after_key,
-                                                      topics=[Topic(t).value for t in topics or ()],
+                                                      topics=topic_values(topics),
                                                       languages=language_codes(languages))  # fmt: skip
         return build_connection(
             rows, size=size, had_cursor=after is not None, kind="story",

@@ -8,7 +8,7 @@ import strawberry
 from strawberry import relay
 
 from app.api.context import Info
-from app.api.queries import language_codes
+from app.api.filters import language_codes, topic_values
 from app.api.relay import id_of
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import BreakingEvent
@@ -16,7 +16,6 @@ from app.api.types.enums import TopicEnum
 from app.articles import repository as articles
 from app.ingest.events import ARTICLES_ADDED
 from app.stories.velocity import BREAKING_TOPIC
-from app.topics.keywords import Topic
 
 
 @strawberry.type
@@ -45,7 +44,7 @@ class Subscription:
         topics: list[TopicEnum] | None = None,  # type: ignore[valid-type]
         languages: list[str] | None = None,
     ) -> AsyncGenerator[BreakingEvent, None]:
-        wanted_topics = [Topic(t).value for t in topics or ()]
+        wanted_topics = topic_values(topics)
         wanted_languages = language_codes(languages)
         async for event in info.context.services.broadcaster.subscribe(BREAKING_TOPIC):
             try:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select, text, tuple_
+from sqlalchemy import ColumnElement, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.articles.models import Article
@@ -91,17 +92,15 @@ async def latest_articles(
 @dataclass(frozen=True, slots=True)
 class UnderstandTarget:
     id: int
-    source_id: int
     title: str
     summary: str
-    crawled_at: datetime
     declared_language: str | None  # the source's
 
 
 async def understand_targets(db: Executor, ids: Sequence[int]) -> list[UnderstandTarget]:
     """The given articles not yet understood (fingerprinted and labelled)."""
     rows = await db.execute(
-        select(Article.id, Article.source_id, Article.title, Article.summary, Article.crawled_at, Source.language)
+        select(Article.id, Article.title, Article.summary, Source.language)
         .join(Source, Source.id == Article.source_id)
         .where(Article.id.in_(ids), Article.simhash.is_(None))
         .order_by(Article.id)
@@ -136,14 +135,14 @@ async def set_understanding(db: Executor, found: dict[int, Understanding]) -> No
     })  # fmt: skip
 
 
-async def band_neighbours(db: Executor, band_keys: list[int], *, since: datetime) -> list[tuple[int, int, int]]:
-    """(id, source_id, simhash) of recent fingerprinted articles sharing a band key with any of `band_keys`."""
+async def band_neighbours(db: Executor, band_keys: list[int], *, since: datetime) -> list[tuple[int, int]]:
+    """(id, simhash) of recent fingerprinted articles sharing a band key with any of `band_keys`."""
     rows = await db.execute(
-        select(Article.id, Article.source_id, Article.simhash).where(
+        select(Article.id, Article.simhash).where(
             Article.simhash_bands.overlap(band_keys), Article.crawled_at >= since, Article.duplicate_of_id.is_(None)
         )
     )
-    return [(row.id, row.source_id, row.simhash) for row in rows]
+    return [(row.id, row.simhash) for row in rows]
 
 
 async def mark_duplicates(db: Executor, copies: dict[int, int]) -> None:
@@ -154,3 +153,21 @@ async def mark_duplicates(db: Executor, copies: dict[int, int]) -> None:
                  "CAST(:original AS bigint[])) AS d(copy, original) WHERE articles.id = d.copy"),
             {"copy": list(copies), "original": list(copies.values())},
         )  # fmt: skip
+
+
+async def unclustered(db: Executor, ids: Sequence[int], *, pending: int = 0) -> Sequence[Any]:
+    """The given articles not yet in a story, and up to `pending` more that are understood and waiting; oldest
+    first, with what clustering needs (their source's authority included)."""
+    wanted: ColumnElement[bool] = Article.id.in_(ids)
+    if pending:
+        waiting = (select(Article.id).where(Article.cluster_id.is_(None), Article.simhash.is_not(None))
+                   .order_by(Article.id).limit(pending))  # fmt: skip
+        wanted = wanted | Article.id.in_(waiting.scalar_subquery())
+    rows = await db.execute(
+        select(Article.id, Article.title, Article.summary, Article.source_id, Article.published_at, Source.authority,
+               Article.topics, Article.language, Article.crawled_at)
+        .join(Source, Source.id == Article.source_id)
+        .where(wanted, Article.cluster_id.is_(None))
+        .order_by(Article.published_at, Article.id)
+    )  # fmt: skip
+    return list(rows)

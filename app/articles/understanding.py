@@ -5,6 +5,7 @@ earliest such article of the last 48 hours, its original."""
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -32,16 +33,18 @@ async def understand_articles(db: AsyncEngine, article_ids: Sequence[int], *, no
             return {}
         found = await asyncio.to_thread(_understand, targets)
         await articles.set_understanding(connection, found)
-        fingerprints = {i: (u.simhash, u.bands) for i, u in found.items()}
-        keys = sorted({key for _, band_keys in fingerprints.values() for key in band_keys})
-        neighbours = await articles.band_neighbours(connection, keys, since=now - WINDOW)
+        keys = sorted({key for u in found.values() for key in u.bands})
+        by_band: dict[int, list[tuple[int, int]]] = defaultdict(list)  # two copies always share a band
+        for neighbour_id, other in await articles.band_neighbours(connection, keys, since=now - WINDOW):
+            for key in bands(other):
+                by_band[key].append((neighbour_id, other))
         copies: dict[int, int] = {}
         for target in targets:
-            fingerprint = fingerprints[target.id][0]
+            fingerprint = found[target.id].simhash
             if fingerprint == 0:  # no text to compare
                 continue
             originals = [
-                nid for nid, _, other in neighbours
+                nid for key in found[target.id].bands for nid, other in by_band.get(key, ())
                 if nid < target.id and nid not in copies and hamming(other, fingerprint) <= NEAR_DUPLICATE_DISTANCE
             ]  # fmt: skip
             if originals:

@@ -14,42 +14,30 @@ from collections.abc import Sequence
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.outbox import repository as outbox
 from app.realtime.broadcast import publish
 
 log = logging.getLogger(__name__)
 BATCH = 100
 
-_PENDING = text("""
-    SELECT id, topic, payload FROM outbox
-    WHERE delivered_at IS NULL AND topic = ANY(CAST(:topics AS varchar[]))
-    ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED
-""")
-_DELIVERED = text(
-    "UPDATE outbox SET delivered_at = now(), attempts = attempts + 1 WHERE id = ANY(CAST(:ids AS bigint[]))"
-)
-_FAILED = text("""
-    UPDATE outbox SET attempts = attempts + 1, last_error = :error WHERE id = ANY(CAST(:ids AS bigint[]))
-""")
-
 
 async def relay(db: AsyncEngine, redis: Redis, topics: Sequence[str], *, limit: int = BATCH) -> int:
     """Publishes pending events of `topics`; returns how many were delivered."""
     async with db.begin() as connection:
-        rows = list(await connection.execute(_PENDING, {"topics": list(topics), "limit": limit}))
+        rows = await outbox.take_pending(connection, topics, limit)
         delivered: list[int] = []
         for row in rows:
             try:
                 await publish(redis, row.topic, {**row.payload, "event_id": row.id})
             except (RedisError, OSError) as error:
-                pending = [r.id for r in rows if r.id not in set(delivered)]
+                pending = [r.id for r in rows[len(delivered) :]]
                 log.warning("outbox: %d %s event(s) not delivered, kept for the next run: %s", len(pending),
                             row.topic, error)  # fmt: skip
-                await connection.execute(_FAILED, {"ids": pending, "error": f"{type(error).__name__}: {error}"[:2000]})
+                await outbox.mark_failed(connection, pending, f"{type(error).__name__}: {error}")
                 break
             delivered.append(row.id)
         if delivered:
-            await connection.execute(_DELIVERED, {"ids": delivered})
+            await outbox.mark_delivered(connection, delivered)
     return len(delivered)

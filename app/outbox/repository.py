@@ -1,8 +1,12 @@
-"""Reading the outbox: the events of a topic after a given one (clients catching up)."""
+"""Every query on the outbox: adding events once, taking pending ones for delivery, reading a topic's events."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select, text
 
 from app.db.engine import Executor
 from app.outbox.models import OutboxEvent
@@ -18,3 +22,40 @@ async def events_after(db: Executor, topic: str, *, after: int | None, limit: in
 
 async def events_by_ids(db: Executor, topic: str, ids: list[int]) -> list[OutboxEvent]:
     return list(await db.scalars(select(OutboxEvent).where(OutboxEvent.topic == topic, OutboxEvent.id.in_(ids))))
+
+
+_ADD_ONCE = text("""
+    INSERT INTO outbox (topic, dedupe_key, payload)
+    SELECT CAST(:topic AS varchar), u.key, CAST(u.payload AS jsonb)
+    FROM unnest(CAST(:key AS text[]), CAST(:payload AS text[])) AS u(key, payload)
+    ON CONFLICT (dedupe_key) DO NOTHING
+""")
+
+
+async def add_once(db: Executor, topic: str, events: dict[str, dict[str, Any]]) -> None:
+    """Events of `topic` by deduplication key: a key already in the outbox adds nothing, ever."""
+    if events:
+        await db.execute(_ADD_ONCE, {"topic": topic, "key": list(events),
+                                     "payload": [json.dumps(p) for p in events.values()]})  # fmt: skip
+
+
+_PENDING = text("""
+    SELECT id, topic, payload FROM outbox
+    WHERE delivered_at IS NULL AND topic = ANY(CAST(:topics AS varchar[]))
+    ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED
+""")
+
+
+async def take_pending(db: Executor, topics: Sequence[str], limit: int) -> list[Any]:
+    """The oldest undelivered events of `topics`, locked for this transaction (other relays skip them)."""
+    return list(await db.execute(_PENDING, {"topics": list(topics), "limit": limit}))
+
+
+async def mark_delivered(db: Executor, ids: list[int]) -> None:
+    await db.execute(text("UPDATE outbox SET delivered_at = now(), attempts = attempts + 1 "
+                          "WHERE id = ANY(CAST(:ids AS bigint[]))"), {"ids": ids})  # fmt: skip
+
+
+async def mark_failed(db: Executor, ids: list[int], error: str) -> None:
+    await db.execute(text("UPDATE outbox SET attempts = attempts + 1, last_error = :error "
+                          "WHERE id = ANY(CAST(:ids AS bigint[]))"), {"ids": ids, "error": error[:2000]})  # fmt: skip

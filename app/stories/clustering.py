@@ -5,9 +5,9 @@ term weights, IDF-weighted), with IDF learned from every article seen; an articl
 `min_shared` of its significant terms with the story. Only stories updated within the window are candidates (older
 ones are frozen), found through their strongest terms.
 
-The algorithm is pure and synchronous: it works on a `StoryState`, the slice of clustering state a batch of
-articles can touch. Evaluation keeps one state in memory for a whole run; ingest loads a slice from PostgreSQL per
-batch and writes back what changed (app/stories/store.py), so both run exactly this code.
+The algorithm is pure and synchronous: it works on a `StoryState`, the active stories and vocabulary in memory.
+Evaluation keeps one state for a whole run; at ingest each worker keeps one, caught up with PostgreSQL before each
+batch and written back after it (app/stories/store.py), so both run exactly this code.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def top_terms(centroid: dict[str, float], count: int = TOP_TERMS) -> list[str]:
 
 @dataclass
 class StoryState:
-    """Vocabulary statistics and the stories a batch can touch, with a record of what changed."""
+    """Vocabulary statistics and the active stories, with a record of what changed since the last save."""
 
     documents: int = 0
     frequencies: Counter[str] = field(default_factory=Counter)
@@ -124,7 +124,6 @@ class StoryState:
     observed: Counter[str] = field(default_factory=Counter)
     articles_observed: int = 0
     changed: set[int] = field(default_factory=set)
-    retired: set[int] = field(default_factory=set)  # stored stories merged into others
     placed: dict[int, int] = field(default_factory=dict)  # article id -> story id
     since_merge: set[int] = field(default_factory=set)  # stories changed since the last merge pass
 
@@ -254,17 +253,29 @@ class StoryState:
         large.is_breaking = large.is_breaking or small.is_breaking
         self.forget(small.id)
         self.merged_into[small.id] = large.id
-        self.retired.add(small.id)
         self.changed.discard(small.id)
         self.since_merge.discard(small.id)
 
 
-def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
-    if len(a) > len(b):
-        a, b = b, a
-    dot = sum(weight * b.get(word, 0.0) for word, weight in a.items())
-    norm = math.sqrt(sum(w * w for w in a.values())) * math.sqrt(sum(w * w for w in b.values()))
-    return dot / norm if norm else 0.0
+@dataclass(frozen=True, slots=True)
+class _Weighted:
+    """A story's centroid weighted by IDF, with its norm and strongest terms: computed once per merge pass."""
+
+    vector: dict[str, float]
+    norm: float
+    top: frozenset[str]
+
+    @classmethod
+    def of(cls, story: Story, state: StoryState, top: int) -> _Weighted:
+        vector = {w: c * state.idf(w) for w, c in story.centroid.items()}
+        norm = math.sqrt(sum(w * w for w in vector.values()))
+        return cls(vector, norm, frozenset(heapq.nlargest(top, vector, key=vector.__getitem__)))
+
+    def cosine(self, other: _Weighted) -> float:
+        small, large = (self, other) if len(self.vector) <= len(other.vector) else (other, self)
+        dot = sum(weight * large.vector.get(word, 0.0) for word, weight in small.vector.items())
+        norm = self.norm * other.norm
+        return dot / norm if norm else 0.0
 
 
 class StoryClusterer:
@@ -309,31 +320,24 @@ class StoryClusterer:
                 self.merge_pass(state, article.at)
         return placed
 
-    def merge_terms(self, state: StoryState, story: Story) -> list[str]:
-        """A story's strongest terms by TF-IDF: two stories must share some of them to merge."""
-        return heapq.nlargest(self.policy.merge_top_terms, story.centroid,
-                              key=lambda w: story.centroid[w] * state.idf(w))  # fmt: skip
-
     def merge_pass(self, state: StoryState, now: datetime) -> int:
         """Stories changed since the last pass are compared with every active story sharing their strongest
         terms; the smaller of a pair that proves to be one story is merged into the larger. Returns how many."""
         since = now - self.policy.window
         drivers = sorted((state.stories[i] for i in state.since_merge if i in state.stories), key=lambda s: -s.size)
         state.since_merge = set()
-        vectors: dict[int, dict[str, float]] = {}
-        tops: dict[int, set[str]] = {}
+        weighted: dict[int, _Weighted] = {}
 
-        def prepare(story: Story) -> None:
-            if story.id not in vectors:
-                vectors[story.id] = {w: c * state.idf(w) for w, c in story.centroid.items()}
-                tops[story.id] = set(self.merge_terms(state, story))
+        def prepare(story: Story) -> _Weighted:
+            if story.id not in weighted:
+                weighted[story.id] = _Weighted.of(story, state, self.policy.merge_top_terms)
+            return weighted[story.id]
 
         merged = 0
         for driver in drivers:
             if driver.id not in state.stories:
                 continue
-            prepare(driver)
-            for rival in state.candidates(sorted(tops[driver.id]), since):
+            for rival in state.candidates(sorted(prepare(driver).top), since):
                 if rival.id == driver.id or driver.id not in state.stories:
                     continue
                 if (
@@ -341,13 +345,12 @@ class StoryClusterer:
                     > self.policy.lifetime
                 ):
                     continue
-                prepare(rival)
-                if len(tops[rival.id] & tops[driver.id]) < self.policy.merge_min_shared:
+                ours, theirs = prepare(driver), prepare(rival)
+                if len(theirs.top & ours.top) < self.policy.merge_min_shared:
                     continue
-                if _cosine(vectors[rival.id], vectors[driver.id]) >= self.policy.merge_threshold:
+                if theirs.cosine(ours) >= self.policy.merge_threshold:
                     small, large = sorted((rival, driver), key=lambda s: (s.size, -s.id))
                     state.merge(small, large)
-                    vectors.pop(large.id)
-                    prepare(large)
+                    weighted.pop(large.id)
                     merged += 1
         return merged

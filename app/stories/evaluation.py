@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from app.stories.bcubed import bcubed
+from app.stories.bcubed import BCubed, bcubed
 from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState
 
 SUMMARY_CHARS = 1000
@@ -107,7 +107,7 @@ def cross_validate(
     return {
         "bcubed_precision": round(precision, 4),
         "bcubed_recall": round(recall, 4),
-        "bcubed_f1": round(2 * precision * recall / (precision + recall), 4) if precision + recall else 0.0,
+        "bcubed_f1": round(BCubed(precision, recall).f1, 4),
         "stories_predicted": sum(r["stories_predicted"] for r in results),
         "stories_labelled": len(stories),
         "articles": len(rows),

@@ -1,26 +1,27 @@
 """The clustering state on PostgreSQL, and each worker's copy of it.
 
-PostgreSQL holds the truth: stories (centroid, norm, strongest terms, sources, representative) and the vocabulary's
-document frequencies. A worker keeps the active part in memory (`ClusteringCache`): the clusterer runs on it, and
-what changed is written back in a few set-based statements. Every write stamps the rows with a number from one
-sequence (`revision`), so before each batch a worker reads only what other workers changed since its last batch.
+PostgreSQL holds the truth: stories (centroid and its norm, sources, representative, labels, recent arrivals) and
+the vocabulary's document frequencies. A worker keeps the active part in memory (`ClusteringCache`): the clusterer
+runs on it, and what changed is written back in a few set-based statements. Every write stamps the rows with a
+number from one sequence (`revision`), so before each batch a worker reads only what other workers changed since its
+last batch.
 
-Callers hold the clustering lock (`lock_clustering`) for the whole transaction: clustering is serialized across
-workers, so two articles of one story ingested at once still end in one story, revisions are handed out in commit
-order, and a worker's copy is exact once it has caught up.
+Callers work inside `ClusteringCache.locked`, a transaction holding the clustering lock: clustering is serialized
+across workers, so two articles of one story ingested at once still end in one story, revisions are handed out in
+commit order, and a worker's copy is exact once it has caught up.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, text
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.stories.clustering import Representative, Story, StoryState, story_topics
 from app.stories.models import StoryCluster
@@ -31,17 +32,6 @@ PRUNE_EVERY = timedelta(minutes=1)  # how often a worker's copy drops stories th
 # A worker writes its vocabulary counts after this many articles (and at each merge pass): other workers' IDF lags
 # by at most that much, and a worker that stops loses at most that many articles' counts. Both are harmless.
 VOCABULARY_FLUSH_ARTICLES = 2000
-
-
-async def lock_clustering(connection: AsyncConnection) -> None:
-    await connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('newsagg:clustering'))"))
-
-
-@dataclass(frozen=True, slots=True)
-class Saved:
-    placed: dict[int, int]  # article -> the story it ended in
-    stories: list[int]  # the stories that changed
-    breaking: list[int]  # the stories that have just become breaking
 
 
 _CHANGED_STORIES = text("""
@@ -70,6 +60,17 @@ class ClusteringCache:
     def reset(self) -> None:
         """After a failed transaction the copy may hold changes PostgreSQL never got: start again."""
         self.__init__()  # type: ignore[misc]
+
+    @contextlib.asynccontextmanager
+    async def locked(self, db: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+        """A transaction holding the clustering lock; if it fails, this copy starts again."""
+        try:
+            async with db.begin() as connection:
+                await connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('newsagg:clustering'))"))
+                yield connection
+        except BaseException:
+            self.reset()
+            raise
 
     async def catch_up(self, connection: AsyncConnection, since: datetime) -> StoryState:
         state = self.state
@@ -105,10 +106,12 @@ class ClusteringCache:
         )
         self.state.new_ids = iter([int(r[0]) for r in rows])
 
-    async def save(self, connection: AsyncConnection, now: datetime, *, flush_vocabulary: bool = False) -> Saved:
+    async def save(self, connection: AsyncConnection, now: datetime, *, flush_vocabulary: bool = False,
+                   ) -> dict[int, int]:  # fmt: skip
         """Writes back what the clusterer changed, with the changed stories' velocity as of `now` (and one outbox
-        event for each that has just become breaking). Vocabulary counts are statistics: they are written once
-        enough articles have been observed (or when asked), not with every batch."""
+        event for each that has just become breaking); returns where each placed article ended (article -> story).
+        Vocabulary counts are statistics: they are written once enough articles have been observed (or when asked),
+        not with every batch."""
         state = self.state
         revision = await connection.scalar(text("SELECT nextval('story_revision_seq')"))
         if state.articles_observed and (flush_vocabulary or state.articles_observed >= VOCABULARY_FLUSH_ARTICLES):
@@ -123,16 +126,16 @@ class ClusteringCache:
         if changed:
             await connection.execute(_SAVE_STORIES, _story_rows([state.stories[i] for i in changed], revision))
         await announce(connection, breaking, now)
-        if state.retired:
-            retired = {i: state.resolve(i) for i in state.retired}
+        if state.merged_into:
+            retired = {i: state.resolve(i) for i in state.merged_into}
             await connection.execute(_RETIRE_MERGED, {"story": list(retired), "into": list(retired.values()),
                                                       "revision": revision})  # fmt: skip
         placed = {article: state.resolve(story) for article, story in state.placed.items()}
         if placed:
             await connection.execute(_PLACE_ARTICLES, {"article": list(placed), "story": list(placed.values())})
-        state.changed, state.retired, state.placed, state.merged_into = set(), set(), {}, {}
+        state.changed, state.placed, state.merged_into = set(), {}, {}
         self.story_revision = self.vocabulary_revision = int(revision or 0)
-        return Saved(placed, changed, [story.id for story in breaking])
+        return placed
 
 
 _SAVE_VOCABULARY = text("""

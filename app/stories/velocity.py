@@ -8,13 +8,11 @@ on the story, not a query."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
-
+from app.db.engine import Executor
+from app.outbox import repository as outbox
 from app.stories.clustering import Story, story_topics
 
 WINDOW = timedelta(minutes=30)
@@ -36,24 +34,10 @@ def measure(story: Story, now: datetime) -> bool:
     return became
 
 
-_ANNOUNCE = text("""
-    INSERT INTO outbox (topic, dedupe_key, payload)
-    SELECT CAST(:topic AS varchar), CAST(:topic AS text) || ':' || u.story, CAST(u.payload AS jsonb)
-    FROM unnest(CAST(:story AS bigint[]), CAST(:payload AS text[])) AS u(story, payload)
-    ON CONFLICT (dedupe_key) DO NOTHING
-    RETURNING (payload ->> 'story_id')::bigint
-""")
-
-
-async def announce(connection: AsyncConnection, stories: Sequence[Story], now: datetime) -> list[int]:
-    """One `story.breaking` outbox event per story, ever; returns the stories announced now."""
-    if not stories:
-        return []
-    payloads = [json.dumps({
+async def announce(db: Executor, stories: Sequence[Story], now: datetime) -> None:
+    """One `story.breaking` outbox event per story, ever (deduplicated by the story's key)."""
+    await outbox.add_once(db, BREAKING_TOPIC, {f"{BREAKING_TOPIC}:{s.id}": {
         "story_id": s.id, "title": s.representative.title, "article_count": s.size, "source_count": len(s.sources),
         "topics": story_topics(s), "languages": sorted(s.languages), "velocity": s.velocity,
         "sources_in_window": len({source for _, source in s.recent}), "at": now.isoformat(),
-    }) for s in stories]  # fmt: skip
-    rows = await connection.execute(_ANNOUNCE, {"topic": BREAKING_TOPIC, "story": [s.id for s in stories],
-                                                "payload": payloads})  # fmt: skip
-    return [int(row[0]) for row in rows]
+    } for s in stories})  # fmt: skip

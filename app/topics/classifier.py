@@ -34,13 +34,22 @@ def shipped_model() -> TopicModel:
         return _model
 
 
+def halves(docs: list[tuple[str, str]], model: TopicModel | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The keyword baseline's and the model's probabilities (columns in TOPICS order), before they are averaged."""
+    model = model or shipped_model()
+    learned = model.probabilities(docs)[:, [model.topics.index(t) for t in TOPICS]]
+    return keyword_probabilities(docs), learned
+
+
+def blend(keywords: np.ndarray, learned: np.ndarray) -> np.ndarray:
+    return np.asarray(KEYWORD_SHARE * keywords + (1 - KEYWORD_SHARE) * learned)
+
+
 def probabilities(docs: list[tuple[str, str]], model: TopicModel | None = None) -> np.ndarray:
     """Rows of topic probabilities (columns in TOPICS order) for (title, summary) pairs."""
     if not docs:
         return np.zeros((0, len(TOPICS)))
-    model = model or shipped_model()
-    learned = model.probabilities(docs)[:, [model.topics.index(t) for t in TOPICS]]
-    return np.asarray(KEYWORD_SHARE * keyword_probabilities(docs) + (1 - KEYWORD_SHARE) * learned)
+    return blend(*halves(docs, model))
 
 
 def topics_of(docs: list[tuple[str, str]]) -> list[list[str]]:

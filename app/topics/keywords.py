@@ -10,7 +10,7 @@ import itertools
 
 import numpy as np
 
-from app.topics.features import tokens
+from app.topics.features import TITLE_WEIGHT, tokens
 
 
 class Topic(enum.StrEnum):
@@ -56,7 +56,10 @@ _KEYWORDS = {
         comedy drama director book novel chart""",
 }
 KEYWORDS = {t: frozenset(w.replace("_", " ") for w in words.split()) for t, words in _KEYWORDS.items()}
-TITLE_WEIGHT = 2.0
+_TOPICS_OF: dict[str, list[int]] = {}  # keyword -> the topics (by index) it counts for
+for _index, _topic in enumerate(TOPICS):
+    for _word in KEYWORDS[_topic]:
+        _TOPICS_OF.setdefault(_word, []).append(_index)
 
 
 def keyword_probabilities(docs: list[tuple[str, str]]) -> np.ndarray:
@@ -66,8 +69,7 @@ def keyword_probabilities(docs: list[tuple[str, str]]) -> np.ndarray:
         for text, weight in ((title, TITLE_WEIGHT), (summary, 1.0)):
             words = tokens(text or "", stop=False)
             for gram in words + [f"{a} {b}" for a, b in itertools.pairwise(words)]:
-                for j, topic in enumerate(TOPICS):
-                    if gram in KEYWORDS[topic]:
-                        scores[i, j] += weight
+                for j in _TOPICS_OF.get(gram, ()):
+                    scores[i, j] += weight
     scores += 1e-3
     return np.asarray(scores / scores.sum(1, keepdims=True))

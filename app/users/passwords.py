@@ -5,6 +5,7 @@ Hashing costs ~16 MiB and tens of milliseconds on purpose: callers run it in a t
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import os
@@ -36,5 +37,8 @@ def verify_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(found, expected)
 
 
-# Compared against when an email is unknown, so a login costs the same either way (no account probing by timing).
-DUMMY_HASH = hash_password(base64.b64encode(os.urandom(12)).decode())
+@functools.cache
+def dummy_hash() -> str:
+    """Compared against when an email is unknown, so a login costs the same either way (no account probing by
+    timing). Made on first use: importing the API costs no scrypt."""
+    return hash_password(base64.b64encode(os.urandom(12)).decode())

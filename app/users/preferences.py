@@ -11,8 +11,6 @@ from app.sources.models import Source
 from app.users.models import SourceFollow, SourceMute, TopicFollow, User
 from app.users.service import AccountErrorCode, AccountRejected
 
-MAX_LANGUAGES = 20
-
 
 async def set_topic(session: AsyncSession, user_id: int, topic: str, *, follow: bool) -> None:
     if follow:

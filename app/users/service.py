@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.users.models import ApiKey, User, UserSession
-from app.users.passwords import DUMMY_HASH, hash_password, verify_password
+from app.users.passwords import dummy_hash, hash_password, verify_password
 
 SESSION_PREFIX = "nas_"  # newsagg session
 API_KEY_PREFIX = "nak_"  # newsagg API key
@@ -78,7 +78,7 @@ async def sign_up(session: AsyncSession, email: str, password: str, lifetime: ti
 
 async def log_in(session: AsyncSession, email: str, password: str, lifetime: timedelta) -> tuple[User, Credential]:
     user = await session.scalar(select(User).where(func.lower(User.email) == email.strip().lower()))
-    valid = await asyncio.to_thread(verify_password, password, user.password_hash if user else DUMMY_HASH)
+    valid = await asyncio.to_thread(verify_password, password, user.password_hash if user else dummy_hash())
     if user is None or not valid:
         raise AccountRejected(AccountErrorCode.INVALID_CREDENTIALS, "wrong email or password")
     return user, await start_session(session, user, lifetime)

@@ -8,8 +8,8 @@ from strawberry import relay
 
 from app.api.auth import require_viewer
 from app.api.context import Info
+from app.api.filters import language_codes
 from app.api.mutations.accounts import AccountError, refused
-from app.api.queries import language_codes
 from app.api.relay import id_of
 from app.api.types.enums import TopicEnum
 from app.api.types.viewer import Viewer
@@ -25,18 +25,16 @@ class ViewerPayload:
     errors: list[AccountError]
 
 
-async def _after(info: Info, user: User) -> ViewerPayload:
-    async with info.context.services.db() as session:
-        fresh = await session.get(User, user.id)
-    assert fresh is not None
-    return ViewerPayload(viewer=Viewer.from_model(fresh), errors=[])
+def _after(user: User) -> ViewerPayload:
+    """Follows and mutes are read by the viewer's own fields; the user row itself is as the request loaded it."""
+    return ViewerPayload(viewer=Viewer.from_model(user), errors=[])
 
 
 async def _topic(info: Info, topic: TopicEnum, follow: bool) -> ViewerPayload:  # type: ignore[valid-type]
     user = await require_viewer(info)
     async with info.context.services.db.begin() as session:
         await preferences.set_topic(session, user.id, Topic(topic).value, follow=follow)
-    return await _after(info, user)
+    return _after(user)
 
 
 async def _source(info: Info, source_id: relay.GlobalID, table: type[SourceFollow | SourceMute],
@@ -47,7 +45,7 @@ async def _source(info: Info, source_id: relay.GlobalID, table: type[SourceFollo
             await preferences.set_source(session, user.id, id_of(source_id, "Source", "sourceId"), table=table, on=on)
     except AccountRejected as error:
         return ViewerPayload(viewer=None, errors=refused(error))
-    return await _after(info, user)
+    return _after(user)
 
 
 async def topic_follow(info: Info, topic: TopicEnum) -> ViewerPayload:  # type: ignore[valid-type]
@@ -79,4 +77,5 @@ async def preferred_languages_set(info: Info, languages: list[str]) -> ViewerPay
     codes = list(dict.fromkeys(language_codes(languages)))
     async with info.context.services.db.begin() as session:
         await preferences.set_languages(session, user.id, codes)
-    return await _after(info, user)
+    user.preferred_languages = codes  # this request's copy of the account, now as stored
+    return _after(user)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
-from app.api.auth import may_manage_sources
+from app.api.auth import require_source_admin
 from app.api.context import Info
 from app.api.types.source import SourceNode
 from app.sources.service import SourceErrorCode, SourceRejected, SourceRequest, create_source
@@ -48,8 +48,7 @@ async def source_create(info: Info, input: SourceCreateInput) -> SourceCreatePay
         max_interval_minutes=input.max_interval_minutes,
     )
     try:
-        if not await may_manage_sources(info):
-            raise SourceRejected(SourceErrorCode.FORBIDDEN, "source management is restricted to administrators")
+        await require_source_admin(info)
         async with services.db.begin() as session:
             source = await create_source(session, services.settings, request)
     except SourceRejected as error:

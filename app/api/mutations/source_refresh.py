@@ -5,13 +5,13 @@ from __future__ import annotations
 import strawberry
 from strawberry import relay
 
-from app.api.auth import may_manage_sources
+from app.api.auth import require_source_admin
 from app.api.context import Info
 from app.api.mutations.source_create import SourceErrorCodeEnum
 from app.api.relay import id_of
 from app.api.types.source import SourceNode
 from app.queue_names import REFRESH_SOURCE
-from app.sources.service import SourceErrorCode, SourceRejected, request_refresh
+from app.sources.service import SourceRejected, request_refresh
 
 
 @strawberry.type(description="Why sourceRefresh did not start a fetch.")
@@ -31,8 +31,7 @@ class SourceRefreshPayload:
 async def source_refresh(info: Info, id: relay.GlobalID) -> SourceRefreshPayload:
     services = info.context.services
     try:
-        if not await may_manage_sources(info):
-            raise SourceRejected(SourceErrorCode.FORBIDDEN, "source management is restricted to administrators")
+        await require_source_admin(info)
         async with services.db.begin() as session:
             source, queued = await request_refresh(
                 session, services.redis, services.settings, id_of(id, "Source", "id")

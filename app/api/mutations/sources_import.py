@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
-from app.api.auth import may_manage_sources
+from app.api.auth import require_source_admin
 from app.api.context import Info
 from app.api.mutations.source_create import SourceErrorCodeEnum
 from app.api.types.source import SourceNode
@@ -30,8 +30,7 @@ class SourcesImportPayload:
 async def sources_import(info: Info, opml: str) -> SourcesImportPayload:
     services = info.context.services
     try:
-        if not await may_manage_sources(info):
-            raise SourceRejected(SourceErrorCode.FORBIDDEN, "source management is restricted to administrators")
+        await require_source_admin(info)
         async with services.db.begin() as session:
             report = await import_opml(session, services.settings, opml.encode())
     except OpmlError as error:

@@ -10,12 +10,12 @@ import strawberry
 from strawberry import relay
 
 from app.api.context import Info
+from app.api.filters import topics_of
 from app.api.relay import load_nodes
 from app.api.scalars import BigInt
 from app.api.types.enums import TopicEnum
 from app.api.types.source import SourceNode
 from app.articles.models import Article
-from app.topics.keywords import TOPICS, Topic
 
 if TYPE_CHECKING:
     from app.api.types.story import StoryNode
@@ -79,7 +79,7 @@ class ArticleNode(relay.Node):
             published_at=row.published_at,
             crawled_at=row.crawled_at,
             language=row.language,
-            topics=[Topic(t) for t in row.topics if t in TOPICS],
+            topics=topics_of(row.topics),
             content_hash=BigInt(row.content_hash),
             simhash=BigInt(row.simhash) if row.simhash is not None else None,
             source_id=row.source_id,

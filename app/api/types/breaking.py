@@ -11,12 +11,13 @@ import strawberry
 from strawberry import relay
 
 from app.api.context import Info
+from app.api.filters import topics_of
 from app.api.relay import database_id, encode_cursor
 from app.api.types.enums import TopicEnum
 from app.api.types.story import StoryNode
 from app.outbox import repository as outbox
 from app.stories.velocity import BREAKING_TOPIC
-from app.topics.keywords import TOPICS, Topic
+from app.topics.keywords import Topic
 
 CURSOR_KIND = "breaking"
 
@@ -53,7 +54,7 @@ class BreakingEvent(relay.Node):
             id=event_id, cursor=encode_cursor(CURSOR_KIND, [event_id]), at=datetime.fromisoformat(payload["at"]),
             title=payload.get("title", ""), velocity=float(payload.get("velocity", 0.0)),
             source_count=int(payload.get("source_count", 0)),
-            topics=[Topic(t) for t in payload.get("topics", []) if t in TOPICS],
+            topics=topics_of(payload.get("topics", [])),
             languages=list(payload.get("languages", [])), story_id=int(payload["story_id"]),
         )  # fmt: skip
 

@@ -9,12 +9,12 @@ import strawberry
 from strawberry import relay
 
 from app.api.context import Info
+from app.api.filters import topics_of
 from app.api.relay import database_id, page_size
 from app.api.types.article import ArticleNode
 from app.api.types.enums import TopicEnum
 from app.stories import repository as stories
 from app.stories.models import StoryCluster
-from app.topics.keywords import TOPICS, Topic
 
 
 @strawberry.type(name="Story", description="One event, as covered by every outlet that reported it.")
@@ -54,7 +54,7 @@ class StoryNode(relay.Node):
             id=row.id, title=row.title, article_count=row.article_count, source_count=row.source_count,
             first_seen_at=row.first_seen_at, last_updated_at=row.last_updated_at,
             representative_article_id=row.representative_article_id,
-            topics=[Topic(t) for t in row.topics if t in TOPICS], languages=list(row.languages),
+            topics=topics_of(row.topics), languages=list(row.languages),
             velocity=row.velocity, is_breaking=row.is_breaking, breaking_started_at=row.breaking_started_at,
         )  # fmt: skip
 

@@ -8,6 +8,7 @@ import strawberry
 from sqlalchemy import select
 
 from app.api.context import Info
+from app.api.filters import topics_of
 from app.api.types.enums import TopicEnum
 from app.api.types.source import SourceNode
 from app.topics.keywords import TOPICS, Topic
@@ -64,7 +65,7 @@ class Viewer:
     @strawberry.field(description="Topics this account follows.")
     async def followed_topics(self, info: Info) -> list[TopicEnum]:  # type: ignore[valid-type]
         async with info.context.services.db() as session:
-            return [Topic(t) for t in await preferences.followed_topics(session, self.user_id) if t in TOPICS]
+            return topics_of(await preferences.followed_topics(session, self.user_id))
 
     @strawberry.field(description="Sources this account follows.")
     async def followed_sources(self, info: Info) -> list[SourceNode]:

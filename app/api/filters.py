@@ -1,0 +1,31 @@
+"""Filter arguments shared by queries, subscriptions and mutations: language codes and topics, checked once."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from app.api.errors import bad_argument
+from app.topics.keywords import TOPICS, Topic
+
+LANGUAGE_CODE = re.compile("[a-z]{2,3}")
+MAX_LANGUAGES = 20
+
+
+def language_codes(languages: list[str] | None) -> list[str]:
+    """Language filter values: lowercase ISO 639 codes, a bounded number of them; BAD_USER_INPUT otherwise."""
+    codes = [code.strip().lower() for code in languages or ()]
+    if len(codes) > MAX_LANGUAGES or not all(LANGUAGE_CODE.fullmatch(code) for code in codes):
+        raise bad_argument(f'languages: at most {MAX_LANGUAGES} ISO 639-1 codes such as "en" or "fr"')
+    return codes
+
+
+def topic_values(topics: Iterable[Any] | None) -> list[str]:
+    """A `[Topic!]` argument as the names stored on articles and stories."""
+    return [Topic(t).value for t in topics or ()]
+
+
+def topics_of(stored: Iterable[str]) -> list[Topic]:
+    """Stored topic names as the GraphQL enum (a name this version does not know is left out)."""
+    return [Topic(t) for t in stored if t in TOPICS]
