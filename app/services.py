@@ -1,4 +1,4 @@
-"""Long-lived handles a process shares across requests or jobs: settings, database, Redis, broadcaster."""
+"""Long-lived handles a process shares across requests or jobs: settings, database, Redis, broadcaster, cache."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from app.caching import SingleFlightCache
 from app.db.engine import create_engine, session_factory
 from app.realtime.broadcast import Broadcaster
 from app.settings import Settings
@@ -23,6 +24,7 @@ class Services:
     db: async_sessionmaker[AsyncSession]
     redis: Redis
     broadcaster: Broadcaster
+    cache: SingleFlightCache
 
     @classmethod
     def open(cls, settings: Settings, *, pre_ping: bool = True) -> Services:
@@ -30,7 +32,7 @@ class Services:
             raise RedisNotConfigured("REDIS_URL is not set: run `newsagg up` (starts embedded Redis) or set REDIS_URL")
         engine = create_engine(settings, pre_ping=pre_ping)
         redis = Redis.from_url(settings.redis_url)
-        return cls(settings, engine, session_factory(engine), redis, Broadcaster(redis))
+        return cls(settings, engine, session_factory(engine), redis, Broadcaster(redis), SingleFlightCache(redis))
 
     async def close(self) -> None:
         await self.broadcaster.close()

@@ -15,6 +15,7 @@ class StoryCluster(Base):
     __tablename__ = "story_clusters"
     __table_args__ = (
         Index("ix_story_clusters_last_updated", "last_updated_at"),
+        Index("ix_story_clusters_first_seen", "first_seen_at", "id"),
         Index("ix_story_clusters_revision", "revision"),
         Index("ix_story_clusters_topics", "topics", postgresql_using="gin"),
         Index("ix_story_clusters_languages", "languages", postgresql_using="gin"),

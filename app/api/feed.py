@@ -1,0 +1,227 @@
+"""The feeds: `feed` (personal for a signed-in reader, global otherwise), `topicFeed`, and `breaking`.
+
+Ranked feeds are read from snapshots (app/feed/service.py): a cursor names its snapshot and position, so pages never
+repeat or skip a story while news arrives. What a page shows (its stories, lead articles and sources) is cached for
+`feed_cache_seconds` too and primed into the request's loaders, so a cached page runs no SQL for those fields.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from datetime import UTC, datetime
+
+import strawberry
+from strawberry import relay
+
+from app.api import auth
+from app.api.context import Info
+from app.api.errors import BadRequest, bad_cursor
+from app.api.filters import language_codes
+from app.api.relay import after_time_key, build_connection, decode_cursor, encode_cursor, page_size
+from app.api.types.article import ArticleNode
+from app.api.types.enums import TopicEnum
+from app.api.types.story import StoryNode
+from app.articles import repository as articles
+from app.articles.models import Article
+from app.db import rows
+from app.feed import repository
+from app.feed import service as feeds
+from app.feed.ranking import FreshnessClass
+from app.sources import repository as sources
+from app.sources.models import Source
+from app.stories import repository as stories
+from app.stories.models import StoryCluster
+from app.topics.keywords import Topic
+
+CURSOR = "feed"
+BREAKING_CURSOR = "breaking-story"
+STORY_SKIP = frozenset({"centroid", "recent_arrivals", "source_ids", "topic_counts"})
+ARTICLE_SKIP = frozenset({"simhash_bands"})
+
+FreshnessClassEnum = strawberry.enum(
+    FreshnessClass, name="FreshnessClass", description="How fast a story's freshness decays (per hour: 0.5, 0.1, 0.02)."
+)
+
+
+@strawberry.enum(description="FRESHNESS: the newest stories first. RELEVANCE: ranked like the feed.")
+class TopicFeedSort(enum.Enum):
+    FRESHNESS = "freshness"
+    RELEVANCE = "relevance"
+
+
+@strawberry.type(description="Why a story is where it is in a feed (for debugging a ranking).")
+class RankingSignals:
+    relevance: float = strawberry.field(description="Match with the reader's interests (cold start: broad appeal).")
+    freshness: float = strawberry.field(description="exp(-lambda x hours since its latest article).")
+    freshness_class: FreshnessClassEnum  # type: ignore[valid-type]
+    quality: float = strawberry.field(description="min(sources / 5, 1) x 0.6 + lead source authority x 0.4.")
+    trending: float = strawberry.field(description="Arrivals and engagement in the last hour, 0..1.")
+    diversity: float = strawberry.field(description="1 - its greatest similarity to the stories above it.")
+    breaking_boost: float = strawberry.field(description="1.3 when breaking, else 1.")
+    read_penalty: float = strawberry.field(description="0.1 when you already opened one of its articles, else 1.")
+    score: float = strawberry.field(description="The weighted sum times the boost and the penalty.")
+
+
+@strawberry.type(description="A story in a feed: the card, the article it leads with, and why it is here.")
+class FeedItem:
+    story: StoryNode
+    ranking_signals: RankingSignals | None = strawberry.field(
+        description="Null in a newest-first list, which is not ranked."
+    )
+    article_id: strawberry.Private[int | None]
+
+    @strawberry.field(description="The article the card leads with: the story's representative, or, when you mute "
+                                  "its source, the best article from a source you do not mute.")  # fmt: skip
+    async def representative(self, info: Info) -> ArticleNode | None:
+        article_id = self.article_id or self.story.representative_article_id
+        if article_id is None:
+            return None
+        row = await info.context.loaders.article_by_id.load(article_id)
+        return ArticleNode.from_model(row) if row else None
+
+
+@strawberry.type
+class FeedEdge:
+    cursor: str
+    node: FeedItem
+
+
+@strawberry.type(description="One page of a ranked feed.")
+class FeedConnection:
+    edges: list[FeedEdge]
+    page_info: relay.PageInfo
+    ranked_at: datetime = strawberry.field(description="When this ranking was computed; every page shares it.")
+    total_count: int = strawberry.field(description="Stories in this ranking.")
+
+
+async def _snapshot(info: Info, scope: feeds.FeedScope, after: str | None) -> tuple[feeds.Snapshot, int]:
+    services = info.context.services
+    if after is None:
+        return await feeds.current(services, scope, datetime.now(UTC)), 0
+    snapshot_id, offset = decode_cursor(CURSOR, after, 2)
+    if not isinstance(snapshot_id, str) or not isinstance(offset, int) or offset < 0:
+        raise bad_cursor()
+    try:
+        found = await feeds.snapshot(services, snapshot_id)
+    except feeds.SnapshotMissing:
+        raise BadRequest("CURSOR_EXPIRED", "this feed's ranking has expired: start again from the first page") from None
+    if found.scope != scope.key:
+        raise bad_cursor("the cursor belongs to another feed (another reader, language or topic)")
+    return found, offset
+
+
+async def _page(info: Info, snapshot: feeds.Snapshot, offset: int, size: int) -> FeedConnection:
+    items = snapshot.items[offset : offset + size]
+    await _prime(info, snapshot, offset, items)
+    found = await info.context.loaders.story_by_id.load_many([i.story_id for i in items])
+    listed = {i.story_id for i in snapshot.items}
+    edges = []
+    for position, (item, row) in enumerate(zip(items, found, strict=True), start=offset + 1):
+        if row is None or (row.id != item.story_id and row.id in listed):
+            continue  # gone, or merged into a story this feed lists anyway
+        node = FeedItem(story=StoryNode.from_model(row), article_id=item.article_id,
+                        ranking_signals=_signals(item))  # fmt: skip
+        edges.append(FeedEdge(cursor=encode_cursor(CURSOR, [snapshot.id, position]), node=node))
+    end = offset + len(items)
+    return FeedConnection(
+        edges=edges,
+        page_info=relay.PageInfo(
+            has_next_page=end < len(snapshot.items), has_previous_page=offset > 0,
+            start_cursor=edges[0].cursor if edges else None, end_cursor=encode_cursor(CURSOR, [snapshot.id, end]),
+        ),
+        ranked_at=snapshot.ranked_at,
+        total_count=len(snapshot.items),
+    )  # fmt: skip
+
+
+def _signals(item: feeds.Item) -> RankingSignals:
+    s = item.signals
+    return RankingSignals(relevance=s.relevance, freshness=s.freshness, freshness_class=s.freshness_class,
+                          quality=s.quality, trending=s.trending, diversity=s.diversity,
+                          breaking_boost=s.breaking_boost, read_penalty=s.read_penalty, score=s.score)  # fmt: skip
+
+
+async def _prime(info: Info, snapshot: feeds.Snapshot, offset: int, items: list[feeds.Item]) -> None:
+    """The page's stories, lead articles and their sources, from the page cache (filled on a miss)."""
+    services, loaders = info.context.services, info.context.loaders
+
+    async def hydrate() -> str:
+        async with services.db() as session:
+            found = await stories.stories_by_ids(session, [i.story_id for i in items])
+            leads = {i.article_id or (s.representative_article_id if (s := found.get(i.story_id)) else None)
+                     for i in items} - {None}  # fmt: skip
+            lead_rows = await articles.articles_by_ids(session, [a for a in leads if a is not None])
+            source_rows = await sources.sources_by_ids(session, list({a.source_id for a in lead_rows}))
+        return json.dumps({
+            "stories": [[requested, rows.dump(s, STORY_SKIP)] for requested, s in found.items()],
+            "articles": [rows.dump(a, ARTICLE_SKIP) for a in lead_rows],
+            "sources": [rows.dump(s) for s in source_rows],
+        }, separators=(",", ":"))  # fmt: skip
+
+    key = f"feed-page:{snapshot.id}:{offset}:{len(items)}"
+    cached = json.loads(await services.cache.get_or_compute(key, services.settings.feed_cache_seconds, hydrate))
+    loaders.story_by_id.prime_many({requested: rows.load(StoryCluster, s) for requested, s in cached["stories"]})
+    loaders.article_by_id.prime_many({a["id"]: rows.load(Article, a) for a in cached["articles"]})
+    loaders.source_by_id.prime_many({s["id"]: rows.load(Source, s) for s in cached["sources"]})
+
+
+def _size(info: Info, first: int | None) -> int:
+    settings = info.context.services.settings
+    return page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
+
+
+async def feed(info: Info, first: int | None = None, after: str | None = None,
+               languages: list[str] | None = None) -> FeedConnection:  # fmt: skip
+    size = _size(info, first)
+    user = await auth.viewer(info)
+    scope = feeds.FeedScope(user.id if user else None, tuple(language_codes(languages)))
+    snapshot, offset = await _snapshot(info, scope, after)
+    return await _page(info, snapshot, offset, size)
+
+
+async def topic_feed(
+    info: Info,
+    topic: TopicEnum,  # type: ignore[valid-type]
+    sort: TopicFeedSort = TopicFeedSort.RELEVANCE,
+    first: int | None = None,
+    after: str | None = None,
+    languages: list[str] | None = None,
+) -> FeedConnection:
+    size = _size(info, first)
+    codes = tuple(language_codes(languages))
+    if sort is TopicFeedSort.RELEVANCE:
+        snapshot, offset = await _snapshot(info, feeds.FeedScope(None, codes, Topic(topic).value), after)
+        return await _page(info, snapshot, offset, size)
+    return await _newest(info, Topic(topic).value, codes, size, after)
+
+
+async def _newest(info: Info, topic: str, languages: tuple[str, ...], size: int, after: str | None) -> FeedConnection:
+    """Newest first, keyed on when each story appeared (a key that never changes, so pages never shift)."""
+    kind = f"{CURSOR}-new:{topic}:{','.join(languages)}"
+    key = after_time_key(kind, after)
+    async with info.context.services.db() as session:
+        found = await repository.newest_stories(session, limit=size + 1, after=key, topic=topic, languages=languages)
+    edges = [FeedEdge(cursor=encode_cursor(kind, [s.first_seen_at.isoformat(), s.id]),
+                      node=FeedItem(story=StoryNode.from_model(s), article_id=None, ranking_signals=None))
+             for s in found[:size]]  # fmt: skip
+    return FeedConnection(
+        edges=edges,
+        page_info=relay.PageInfo(has_next_page=len(found) > size, has_previous_page=after is not None,
+                                 start_cursor=edges[0].cursor if edges else None,
+                                 end_cursor=edges[-1].cursor if edges else after),
+        ranked_at=datetime.now(UTC), total_count=len(edges),
+    )  # fmt: skip
+
+
+async def breaking(info: Info, first: int | None = None, after: str | None = None,
+                   languages: list[str] | None = None) -> relay.Connection[StoryNode]:  # fmt: skip
+    size = _size(info, first)
+    key = after_time_key(BREAKING_CURSOR, after)
+    async with info.context.services.db() as session:
+        found = await repository.breaking_stories(session, limit=size + 1, after=key,
+                                                  languages=language_codes(languages))  # fmt: skip
+    return build_connection(
+        found, size=size, had_cursor=after is not None, kind=BREAKING_CURSOR,
+        key=lambda s: [(s.breaking_started_at or s.first_seen_at).isoformat(), s.id], node=StoryNode.from_model,
+    )  # fmt: skip

@@ -1,0 +1,117 @@
+"""Read-through caching in Redis with single flight: one computation per key, however many callers miss at once.
+
+Within a process, concurrent misses for one key share one in-flight computation. Across processes a short Redis
+lock (`SET NX PX`) elects one computer; the others poll for its value and compute themselves only if it does not
+arrive before the lock lapses (a computer that died). Values are strings (JSON, usually). When Redis is down the
+value is computed and served uncached: a cache never makes an answer fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+LOCK_MS = 5_000  # longest a computation may hold the key before others compute too
+POLL_S = 0.01
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    computed: int = 0
+    errors: int = 0  # Redis errors: the value was computed and served uncached
+
+
+class SingleFlightCache:
+    def __init__(self, redis: Redis, prefix: str = "newsagg:cache:") -> None:
+        self._redis = redis
+        self._prefix = prefix
+        self._inflight: dict[str, asyncio.Future[str]] = {}
+        self.stats = CacheStats()
+
+    async def get(self, key: str) -> str | None:
+        try:
+            value = await self._redis.get(self._prefix + key)
+        except (RedisError, OSError) as error:
+            self._failed(error)
+            return None
+        return value.decode() if isinstance(value, bytes) else value
+
+    async def get_or_compute(self, key: str, ttl_s: float, compute: Callable[[], Awaitable[str]]) -> str:
+        cached = await self.get(key)
+        if cached is not None:
+            self.stats.hits += 1
+            return cached
+        self.stats.misses += 1
+        running = self._inflight.get(key)
+        if running is not None:
+            return await asyncio.shield(running)
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            value = await self._elect(key, ttl_s, compute)
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved: no "never retrieved" warning when nobody else waited
+            raise
+        else:
+            future.set_result(value)
+            return value
+        finally:
+            del self._inflight[key]
+
+    async def _elect(self, key: str, ttl_s: float, compute: Callable[[], Awaitable[str]]) -> str:
+        full, lock, token = self._prefix + key, self._prefix + key + ":lock", uuid.uuid4().hex
+        try:
+            elected = bool(await self._redis.set(lock, token, nx=True, px=LOCK_MS))
+        except (RedisError, OSError) as error:
+            self._failed(error)
+            return await self._compute(compute)
+        if not elected:
+            deadline = time.monotonic() + LOCK_MS / 1000
+            while time.monotonic() < deadline:
+                await asyncio.sleep(POLL_S)
+                value = await self.get(key)
+                if value is not None:
+                    return value
+        value = await self._compute(compute)
+        try:
+            await self._redis.set(full, value, px=max(int(ttl_s * 1000), 1))
+            if elected:
+                await _release(self._redis, lock, token)
+        except (RedisError, OSError) as error:
+            self._failed(error)
+        return value
+
+    async def _compute(self, compute: Callable[[], Awaitable[str]]) -> str:
+        self.stats.computed += 1
+        return await compute()
+
+    async def delete(self, key: str) -> None:
+        try:
+            await self._redis.delete(self._prefix + key)
+        except (RedisError, OSError) as error:
+            self._failed(error)
+
+    def _failed(self, error: Exception) -> None:
+        self.stats.errors += 1
+        log.warning("cache: Redis unavailable, serving uncached: %s", error)
+
+
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+
+
+async def _release(redis: Redis, lock: str, token: str) -> None:
+    """Deletes the lock only if it is still ours (it may have lapsed and been taken by another computer)."""
+    await cast(Awaitable[Any], redis.eval(_RELEASE, 1, lock, token))

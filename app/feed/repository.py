@@ -1,0 +1,123 @@
+"""Every query the feeds make: candidate stories, a reader's profile, stand-in lead articles, breaking stories."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import select, text, tuple_
+
+from app.db.engine import Executor
+from app.feed.ranking import Candidate
+from app.stories.models import StoryCluster
+from app.users.models import SourceFollow, SourceMute
+
+# A cheap first cut in SQL, shaped like the ranking (freshness, coverage, breaking, the reader's topics), so the
+# few hundred stories the ranker sees are the ones it would rank highest.
+_CANDIDATES = """
+    SELECT s.id, s.title, s.topics, s.topic_counts, s.source_ids, s.source_count, s.last_updated_at, s.is_breaking,
+           a.source_id AS lead_source_id, coalesce(src.authority, 0.5) AS authority
+    FROM story_clusters s
+    LEFT JOIN articles a ON a.id = s.representative_article_id
+    LEFT JOIN sources src ON src.id = a.source_id
+    WHERE s.merged_into_id IS NULL AND s.last_updated_at >= :since {filters}
+    ORDER BY 0.25 * exp(-0.1 * greatest(extract(epoch FROM (:now - s.last_updated_at)) / 3600, 0))
+             + 0.12 * least(s.source_count, 5) / 5.0
+             + CASE WHEN s.is_breaking THEN 0.2 ELSE 0 END
+             + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN 0.35 ELSE 0 END DESC,
+             s.id DESC
+    LIMIT :limit
+"""
+
+
+async def candidates(db: Executor, *, now: datetime, since: datetime, limit: int, languages: Sequence[str] = (),
+                     topic: str | None = None, muted: Sequence[int] = (),
+                     interests: Sequence[str] = ()) -> list[Candidate]:  # fmt: skip
+    """Live stories updated since `since`, best first by the first cut: with an article in any of `languages`,
+    about `topic`, and not covered only by `muted` sources."""
+    filters, params = [], {"now": now, "since": since, "limit": limit, "interests": list(interests)}
+    if languages:
+        filters.append("AND s.languages && CAST(:languages AS varchar[])")
+        params["languages"] = list(languages)
+    if topic:
+        filters.append("AND s.topics @> CAST(:topic AS varchar[])")
+        params["topic"] = [topic]
+    if muted:
+        filters.append("AND NOT (s.source_ids <@ CAST(:muted AS bigint[]))")
+        params["muted"] = list(muted)
+    rows = await db.execute(text(_CANDIDATES.format(filters=" ".join(filters))), params)
+    return [
+        Candidate(
+            story_id=r.id, title=r.title, topic_counts=r.topic_counts or dict.fromkeys(r.topics, 1),
+            source_ids=tuple(r.source_ids), lead_source_id=r.lead_source_id, authority=r.authority,
+            source_count=r.source_count, last_updated_at=r.last_updated_at, is_breaking=r.is_breaking,
+        )
+        for r in rows
+    ]  # fmt: skip
+
+
+_STAND_INS = text("""
+    SELECT DISTINCT ON (a.cluster_id) a.cluster_id, a.id, a.source_id, coalesce(src.authority, 0.5) AS authority
+    FROM articles a JOIN sources src ON src.id = a.source_id
+    WHERE a.cluster_id = ANY(CAST(:stories AS bigint[])) AND NOT (a.source_id = ANY(CAST(:muted AS bigint[])))
+    ORDER BY a.cluster_id, src.authority DESC, a.published_at, a.id
+""")
+
+
+async def stand_in_leads(
+    db: Executor, story_ids: Sequence[int], muted: Sequence[int]
+) -> dict[int, tuple[int, int, float]]:
+    """Story id -> (article id, source id, authority) of its best article from a source not muted."""
+    if not story_ids:
+        return {}
+    rows = await db.execute(_STAND_INS, {"stories": list(story_ids), "muted": list(muted)})
+    return {r.cluster_id: (r.id, r.source_id, r.authority) for r in rows}
+
+
+async def source_ids(db: Executor, user_id: int, table: type[SourceFollow | SourceMute]) -> list[int]:
+    return list(await db.scalars(select(table.source_id).where(table.user_id == user_id)))
+
+
+_READ_STORIES = text("""
+    SELECT DISTINCT a.cluster_id FROM read_events r JOIN articles a ON a.id = r.article_id
+    WHERE r.user_id = :user AND r.at >= :since AND a.cluster_id IS NOT NULL
+""")
+
+
+async def read_stories(db: Executor, user_id: int, since: datetime) -> set[int]:
+    """Stories of which the reader opened, read, shared, saved or dismissed an article since `since`."""
+    return set(await db.scalars(_READ_STORIES, {"user": user_id, "since": since}))
+
+
+async def breaking_stories(db: Executor, *, limit: int, after: tuple[datetime, int] | None,
+                           languages: Sequence[str] = ()) -> list[StoryCluster]:  # fmt: skip
+    """Stories breaking now, the most recent to break first."""
+    query = (
+        select(StoryCluster)
+        .where(StoryCluster.is_breaking, StoryCluster.merged_into_id.is_(None))
+        .order_by(StoryCluster.breaking_started_at.desc(), StoryCluster.id.desc())
+        .limit(limit)
+    )
+    if languages:
+        query = query.where(StoryCluster.languages.overlap(list(languages)))
+    if after is not None:
+        query = query.where(tuple_(StoryCluster.breaking_started_at, StoryCluster.id) < tuple_(*after))
+    return list(await db.scalars(query))
+
+
+async def newest_stories(db: Executor, *, limit: int, after: tuple[datetime, int] | None, topic: str | None = None,
+                         languages: Sequence[str] = ()) -> list[StoryCluster]:  # fmt: skip
+    """Live stories, the most recent to appear first: a key that never changes, so pages never shift."""
+    query = (
+        select(StoryCluster)
+        .where(StoryCluster.merged_into_id.is_(None))
+        .order_by(StoryCluster.first_seen_at.desc(), StoryCluster.id.desc())
+        .limit(limit)
+    )
+    if topic:
+        query = query.where(StoryCluster.topics.contains([topic]))
+    if languages:
+        query = query.where(StoryCluster.languages.overlap(list(languages)))
+    if after is not None:
+        query = query.where(tuple_(StoryCluster.first_seen_at, StoryCluster.id) < tuple_(*after))
+    return list(await db.scalars(query))
