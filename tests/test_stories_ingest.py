@@ -104,7 +104,9 @@ async def test_stories_through_the_api(gql: Any, services: Services, settings: S
     data = (await gql.run("Stories", first=10, coverage=2))["stories"]
     cards = {edge["node"]["title"]: edge["node"] for edge in data["edges"]}
     apple = cards[APPLE[2]]
-    assert (apple["sourceCount"], apple["articleCount"], len(apple["articles"])) == (3, 3, 2)
+    assert (apple["sourceCount"], apple["articleCount"], apple["coverage"]["totalCount"]) == (3, 3, 3)
+    preview = [edge["node"]["source"]["name"] for edge in apple["coverage"]["edges"]]
+    assert preview == ["Outlet 2", "Outlet 1"]  # the two most authoritative outlets
     assert apple["representative"]["source"]["name"] == "Outlet 2"
     article = await gql.post("{ articles(first: 10) { edges { node { title story { id sourceCount } } } } }")
     by_title = {e["node"]["title"]: e["node"]["story"] for e in article["data"]["articles"]["edges"]}

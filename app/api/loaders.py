@@ -1,7 +1,8 @@
-"""DataLoaders, one set per request: every to-one hop is batched into one query."""
+"""DataLoaders, one set per request: every hop is batched, so a list of N items costs what one item costs."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -14,9 +15,12 @@ from app.articles.models import Article
 from app.sources import repository as sources
 from app.sources.models import CrawlSchedule, Source
 from app.stories import repository as stories
+from app.stories.coverage import CoveragePage, coverage_pages
 from app.stories.models import StoryCluster
+from app.stories.repository import CoverageRequest
 
 M = TypeVar("M")
+SourceLoader = DataLoader[int, Source | None]
 
 
 def _by_key(
@@ -38,14 +42,19 @@ class Loaders:
     article_by_id: DataLoader[int, Article | None]
     crawl_schedule_by_source_id: DataLoader[int, CrawlSchedule | None]
     story_by_id: DataLoader[int, StoryCluster | None]
+    coverage_by_story: DataLoader[CoverageRequest, CoveragePage]
+    latest_articles_by_story: DataLoader[tuple[int, int], list[Article]]  # (story id, how many)
 
     @classmethod
     def for_request(cls, db: async_sessionmaker[AsyncSession]) -> Loaders:
+        source_by_id = _by_key(db, sources.sources_by_ids, lambda s: s.id)
         return cls(
-            source_by_id=_by_key(db, sources.sources_by_ids, lambda s: s.id),
-            article_by_id=_by_key(db, articles.articles_by_ids, lambda a: a.id),
+            source_by_id=source_by_id,
+            article_by_id=_articles(db, source_by_id),
             crawl_schedule_by_source_id=_by_key(db, sources.schedules_by_source_ids, lambda c: c.source_id),
             story_by_id=_stories(db),
+            coverage_by_story=_coverage(db, source_by_id),
+            latest_articles_by_story=_latest_articles(db, source_by_id),
         )
 
 
@@ -54,5 +63,46 @@ def _stories(db: async_sessionmaker[AsyncSession]) -> DataLoader[int, StoryClust
         async with db() as session:
             found = await stories.stories_by_ids(session, ids)
         return [found.get(i) for i in ids]
+
+    return DataLoader(load_fn=load)
+
+
+# Loaders of articles fetch their sources in the same statement and prime `source_by_id` with them: `Article.source`
+# then costs nothing, and how many statements a request takes does not hang on which loads happen to share a batch.
+def _articles(db: async_sessionmaker[AsyncSession], source_by_id: SourceLoader) -> DataLoader[int, Article | None]:
+    async def load(ids: list[int]) -> list[Article | None]:
+        async with db() as session:
+            rows = await articles.articles_with_sources(session, ids)
+        source_by_id.prime_many({source.id: source for _, source in rows})
+        found = {article.id: article for article, _ in rows}
+        return [found.get(i) for i in ids]
+
+    return DataLoader(load_fn=load)
+
+
+def _coverage(
+    db: async_sessionmaker[AsyncSession], source_by_id: SourceLoader
+) -> DataLoader[CoverageRequest, CoveragePage]:
+    async def load(requests: list[CoverageRequest]) -> list[CoveragePage]:
+        async with db() as session:
+            pages, found = await coverage_pages(session, requests)
+        source_by_id.prime_many({source.id: source for source in found})
+        return pages
+
+    return DataLoader(load_fn=load)
+
+
+def _latest_articles(
+    db: async_sessionmaker[AsyncSession], source_by_id: SourceLoader
+) -> DataLoader[tuple[int, int], list[Article]]:
+    async def load(keys: list[tuple[int, int]]) -> list[list[Article]]:
+        story_ids = list({story for story, _ in keys})
+        async with db() as session:
+            rows = await stories.latest_articles_of_stories(session, story_ids, limit=max(n for _, n in keys))
+        source_by_id.prime_many({source.id: source for _, source in rows})
+        by_story: dict[int | None, list[Article]] = defaultdict(list)
+        for article, _ in rows:
+            by_story[article.cluster_id].append(article)
+        return [by_story[story][:limit] for story, limit in keys]
 
     return DataLoader(load_fn=load)

@@ -67,6 +67,14 @@ async def articles_by_ids(session: AsyncSession, ids: Sequence[int]) -> list[Art
     return list(await session.scalars(select(Article).where(Article.id.in_(ids))))
 
 
+async def articles_with_sources(session: AsyncSession, ids: Sequence[int]) -> list[tuple[Article, Source]]:
+    """Articles by id, each with its source (whoever shows an article nearly always shows its outlet)."""
+    rows = await session.execute(
+        select(Article, Source).join(Source, Source.id == Article.source_id).where(Article.id.in_(ids))
+    )
+    return [(article, source) for article, source in rows]
+
+
 async def latest_articles(
     session: AsyncSession,
     *,

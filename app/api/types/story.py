@@ -12,9 +12,10 @@ from app.api.context import Info
 from app.api.filters import topics_of
 from app.api.relay import database_id, page_size
 from app.api.types.article import ArticleNode
+from app.api.types.coverage import CoverageGroupConnection, after_key
 from app.api.types.enums import TopicEnum
-from app.stories import repository as stories
 from app.stories.models import StoryCluster
+from app.stories.repository import CoverageRequest
 
 
 @strawberry.type(name="Story", description="One event, as covered by every outlet that reported it.")
@@ -41,12 +42,24 @@ class StoryNode(relay.Node):
         row = await info.context.loaders.article_by_id.load(self.representative_article_id)
         return ArticleNode.from_model(row) if row else None
 
-    @strawberry.field(description="Full coverage: the story's articles, newest first.")
+    @strawberry.field(description="Full coverage: every article of the story, grouped by outlet (most authoritative "
+                                  "first), with near-duplicate copies folded under the article they copy.")  # fmt: skip
+    async def coverage(self, info: Info, first: int | None = None, after: str | None = None) -> CoverageGroupConnection:
+        settings = info.context.services.settings
+        size = page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
+        request = CoverageRequest(self.id, size, after_key(self.id, after))
+        page = await info.context.loaders.coverage_by_story.load(request)
+        return CoverageGroupConnection.from_page(self.id, page, had_cursor=after is not None)
+
+    @strawberry.field(
+        description="The story's articles, newest first.",
+        deprecation_reason="Use `coverage`: the articles grouped by outlet, copies folded under their original.",
+    )
     async def articles(self, info: Info, first: int | None = None) -> list[ArticleNode]:
         settings = info.context.services.settings
         size = page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
-        async with info.context.services.db() as session:
-            return [ArticleNode.from_model(a) for a in await stories.coverage(session, self.id, limit=size)]
+        rows = await info.context.loaders.latest_articles_by_story.load((self.id, size))
+        return [ArticleNode.from_model(a) for a in rows]
 
     @classmethod
     def from_model(cls, row: StoryCluster) -> StoryNode:

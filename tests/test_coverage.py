@@ -1,0 +1,211 @@
+"""A story's full coverage: outlets by authority, copies folded under their original, cursors, and no N+1."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from app.articles.repository import NewArticle, insert_new
+from app.articles.understanding import understand_articles
+from app.services import Services
+from app.settings import Settings
+from app.sources.service import SourceRequest, create_source
+from app.stories.service import cluster_articles
+from tests.conftest import GraphQLClient, document
+from tests.test_api import count_queries
+from tests.test_stories_ingest import APPLE, FED, stored
+
+T0 = datetime.now(UTC).replace(microsecond=0)
+
+
+async def outlets(services: Services, settings: Settings, **authorities: float) -> dict[str, int]:
+    """One source per name, with that authority, created in the order given."""
+    ids = {}
+    async with services.db.begin() as session:
+        for name, authority in authorities.items():
+            request = SourceRequest(feed_url=f"http://127.0.0.1:9/{name}", name=name, authority=authority)
+            ids[name] = (await create_source(session, settings, request)).id
+    return ids
+
+
+async def publish(services: Services, *articles: tuple[int, str, str, int]) -> list[int]:
+    """(source id, title, summary, seconds after T0) -> article ids, inserted one by one in the order given."""
+    ids = []
+    async with services.db.begin() as session:
+        for n, (source_id, title, summary, seconds) in enumerate(articles):
+            new = NewArticle(source_id, f"x{n}", f"https://news.example/{n}", title, summary, None,
+                             T0 + timedelta(seconds=seconds), n)  # fmt: skip
+            ids += [a.id for a in await insert_new(session, [new])]
+    return ids
+
+
+async def story_ids(gql: GraphQLClient) -> dict[str, str]:
+    """Story title -> global id."""
+    edges = (await gql.run("Stories", first=50, coverage=0))["stories"]["edges"]
+    return {edge["node"]["title"]: edge["node"]["id"] for edge in edges}
+
+
+async def coverage(gql: GraphQLClient, story_id: str, **variables: Any) -> dict[str, Any]:
+    connection: dict[str, Any] = (await gql.run("StoryCoverage", id=story_id, **variables))["story"]["coverage"]
+    return connection
+
+
+def outline(connection: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(outlet, its articles' titles) for each group."""
+    return [(edge["node"]["source"]["name"], [item["article"]["title"] for item in edge["node"]["articles"]])
+            for edge in connection["edges"]]  # fmt: skip
+
+
+async def test_groups_by_outlet_in_order_of_authority(gql: GraphQLClient, services: Services,
+                                                      settings: Settings) -> None:  # fmt: skip
+    """Given four outlets (two with equal authority) and another story, when the coverage is read, then each outlet
+    is one group, most authoritative first, ties broken by who reported first, articles earliest first."""
+    o = await outlets(services, settings, Wire=0.9, Daily=0.5, Times=0.5, Blog=0.2)
+    ids = await publish(services, (o["Blog"], APPLE[1], "", 0), (o["Times"], APPLE[2], "", 1),
+                        (o["Daily"], APPLE[0], "", 5), (o["Daily"], APPLE[1], "", 2), (o["Wire"], APPLE[0], "", 3),
+                        (o["Wire"], FED[0], "", 4))  # fmt: skip
+    await cluster_articles(services.engine, ids)
+    connection = await coverage(gql, (await story_ids(gql))[APPLE[0]])
+    assert outline(connection) == [("Wire", [APPLE[0]]), ("Times", [APPLE[2]]), ("Daily", [APPLE[1], APPLE[0]]),
+                                   ("Blog", [APPLE[1]])]  # fmt: skip
+    assert connection["totalCount"] == 4
+    assert connection["pageInfo"]["hasNextPage"] is False
+    items = [item for edge in connection["edges"] for item in edge["node"]["articles"]]
+    assert {(item["copyCount"], len(item["copies"])) for item in items} == {(0, 0)}
+
+
+async def test_copies_fold_under_their_original_whatever_the_outlet(gql: GraphQLClient, services: Services,
+                                                                    settings: Settings) -> None:  # fmt: skip
+    """Given a wire story re-run by two other outlets and re-posted by the wire itself, when the coverage is read,
+    then it is listed once with its three copies (each showing its outlet), and an outlet that only re-ran it has no
+    group of its own; page by page, the copy is never listed under the outlet that ran it."""
+    o = await outlets(services, settings, Wire=0.9, Daily=0.5, Blog=0.2)
+    ids = await publish(
+        services,
+        (o["Wire"], APPLE[0], "", 0),
+        (o["Daily"], APPLE[2], "", 1),
+        (o["Daily"], APPLE[0], "", 2),
+        (o["Wire"], APPLE[0], "", 3),
+        (o["Blog"], APPLE[0], "", 4),
+    )
+    assert await understand_articles(services.engine, ids, now=datetime.now(UTC)) == {
+        ids[2]: ids[0], ids[3]: ids[0], ids[4]: ids[0]}  # fmt: skip
+    await cluster_articles(services.engine, ids)
+    story = (await gql.run("StoryCoverage", id=(await story_ids(gql))[APPLE[0]]))["story"]
+    assert (story["sourceCount"], story["articleCount"]) == (3, 5)
+    connection = story["coverage"]
+    assert outline(connection) == [("Wire", [APPLE[0]]), ("Daily", [APPLE[2]])]
+    assert connection["totalCount"] == 2
+    [wire_story] = connection["edges"][0]["node"]["articles"]
+    assert wire_story["copyCount"] == 3
+    assert [copy["source"]["name"] for copy in wire_story["copies"]] == ["Daily", "Wire", "Blog"]
+    assert connection["edges"][1]["node"]["articles"][0]["copies"] == []
+    first = await coverage(gql, story["id"], first=1)
+    second = await coverage(gql, story["id"], first=1, after=first["pageInfo"]["endCursor"])
+    assert (outline(first), outline(second)) == ([("Wire", [APPLE[0]])], [("Daily", [APPLE[2]])])
+    assert first["edges"][0]["node"]["articles"][0]["copyCount"] == 3
+
+
+async def test_pages_walk_every_group_once(gql: GraphQLClient, services: Services, settings: Settings) -> None:
+    """Given 13 outlets (the three top ones tied on authority), when the coverage is walked two groups at a time,
+    then every group comes once, in the order of one big page."""
+    await cluster_articles(services.engine, await stored(services, settings, [APPLE[0]] * 13))
+    story_id = (await story_ids(gql))[APPLE[0]]
+    whole = outline(await coverage(gql, story_id, first=100))
+    assert [name for name, _ in whole] == [f"Outlet {k}" for k in (10, 11, 12, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)]
+    walked: list[tuple[str, list[str]]] = []
+    after = None
+    while True:
+        page = await coverage(gql, story_id, first=2, after=after)
+        assert page["totalCount"] == 13
+        assert page["pageInfo"]["hasPreviousPage"] == (after is not None)
+        walked += outline(page)
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert walked == whole
+    empty = await coverage(gql, story_id, first=0)
+    assert (empty["edges"], empty["pageInfo"]["hasNextPage"], empty["totalCount"]) == ([], True, 13)
+
+
+def _cursor(*parts: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(parts)).encode()).decode().rstrip("=")
+
+
+async def test_bad_and_foreign_cursors_are_typed_errors(gql: GraphQLClient, services: Services,
+                                                        settings: Settings) -> None:  # fmt: skip
+    """A cursor from another story's coverage, from another connection, or anything not issued: BAD_CURSOR."""
+    ids = await stored(services, settings, [APPLE[0], APPLE[1], FED[0], FED[1]])
+    await cluster_articles(services.engine, ids)
+    stories = await story_ids(gql)
+    apple, fed = stories[APPLE[1]], stories[FED[1]]
+    apple_cursor = (await coverage(gql, apple, first=1))["pageInfo"]["endCursor"]
+    assert (await coverage(gql, apple, first=1, after=apple_cursor))["edges"]
+    stories_cursor = (await gql.run("Stories", first=1))["stories"]["pageInfo"]["endCursor"]
+    apple_number = int(base64.b64decode(apple).decode().split(":")[1])
+    for cursor in [
+        apple_cursor,  # another story's
+        stories_cursor,  # another connection's
+        "garbage", "%%%", "",
+        _cursor("coverage", apple_number, 0.5, T0.isoformat()),  # too short
+        _cursor("coverage", "1", 0.5, T0.isoformat(), 1),
+        _cursor("coverage", apple_number, "high", T0.isoformat(), 1),
+        _cursor("coverage", apple_number, float("nan"), T0.isoformat(), 1),
+        _cursor("coverage", apple_number, 0.5, "yesterday", 1),
+        _cursor("coverage", apple_number, 0.5, "2026-01-01T00:00:00", 1),  # no time zone
+        _cursor("coverage", apple_number, 0.5, T0.isoformat(), True),
+    ]:  # fmt: skip
+        story = fed if cursor == apple_cursor else apple
+        body = await gql.post(document("StoryCoverage"), {"id": story, "after": cursor})
+        assert body["errors"][0]["extensions"]["code"] == "BAD_CURSOR", cursor
+    too_many = await gql.post(document("StoryCoverage"), {"id": apple, "first": settings.page_size_max + 1})
+    assert too_many["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+FEED = """query($n: Int) { stories(first: $n) { edges { node { title representative { title source { name } }
+    coverage(first: 3) { totalCount edges { node { source { name } articles { article { title source { name } }
+    copyCount copies { source { name } } } } } } } } } }"""
+LEGACY = "query($n: Int) { stories(first: $n) { edges { node { articles(first: 2) { title source { name } } } } } }"
+
+
+async def test_a_feed_of_stories_with_coverage_costs_the_same_statements_for_5_or_20(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    """Given 20 stories, each covered by four outlets and re-run by a fifth, when a feed of 5 and then of 20 stories
+    asks for each story's representative and a 3-outlet coverage preview, then both take the same few statements."""
+    o = await outlets(services, settings, Wire=0.9, Daily=0.7, Times=0.5, Blog=0.3, Reruns=0.1)
+    articles = []
+    for k in range(20):
+        words = f"Zephyr{k} quarry{k} lantern{k} harbour{k}"
+        articles += [(o["Wire"], f"{words} wire", f"Wire desk {k} reports the lantern{k} news.", k),
+                     (o["Daily"], f"{words} daily", "", k), (o["Times"], f"{words} times", "", k),
+                     (o["Blog"], f"{words} blog", "", k),
+                     (o["Reruns"], f"{words} wire", f"Wire desk {k} reports the lantern{k} news.", k)]  # fmt: skip
+    ids = await publish(services, *articles)
+    await understand_articles(services.engine, ids, now=datetime.now(UTC))
+    await cluster_articles(services.engine, ids)
+    counts = {}
+    for n in (5, 20):
+        with count_queries(services) as statements:
+            body = await gql.post(FEED, {"n": n})
+        assert not body.get("errors"), body["errors"]
+        cards = [edge["node"] for edge in body["data"]["stories"]["edges"]]
+        assert len(cards) == n
+        for card in cards:
+            assert card["representative"]["source"]["name"] == "Wire"
+            assert card["coverage"]["totalCount"] == 4
+            assert [e["node"]["source"]["name"] for e in card["coverage"]["edges"]] == ["Wire", "Daily", "Times"]
+            wire = card["coverage"]["edges"][0]["node"]["articles"][0]
+            assert (wire["copyCount"], wire["copies"][0]["source"]["name"]) == (1, "Reruns")
+        counts[n] = len(statements)
+    # stories; representatives with their sources; coverage groups; their articles with their sources
+    assert counts[5] == counts[20] <= 4, counts
+    legacy = []
+    for n in (5, 20):
+        with count_queries(services) as statements:
+            body = await gql.post(LEGACY, {"n": n})
+        assert [len(e["node"]["articles"]) for e in body["data"]["stories"]["edges"]] == [2] * n
+        legacy.append(len(statements))
+    assert legacy == [2, 2]  # the deprecated `articles` is batched too: stories, then every story's articles
