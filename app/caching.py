@@ -72,7 +72,7 @@ class SingleFlightCache:
             del self._inflight[key]
 
     async def _elect(self, key: str, ttl_s: float, compute: Callable[[], Awaitable[str]]) -> str:
-        full, lock, token = self._prefix + key, self._prefix + key + ":lock", uuid.uuid4().hex
+        lock, token = self._prefix + key + ":lock", uuid.uuid4().hex
         try:
             elected = bool(await self._redis.set(lock, token, nx=True, px=LOCK_MS))
         except (RedisError, OSError) as error:
@@ -86,17 +86,23 @@ class SingleFlightCache:
                 if value is not None:
                     return value
         value = await self._compute(compute)
-        try:
-            await self._redis.set(full, value, px=max(int(ttl_s * 1000), 1))
-            if elected:
+        await self.put(key, value, ttl_s)
+        if elected:
+            try:
                 await _release(self._redis, lock, token)
-        except (RedisError, OSError) as error:
-            self._failed(error)
+            except (RedisError, OSError) as error:
+                self._failed(error)
         return value
 
     async def _compute(self, compute: Callable[[], Awaitable[str]]) -> str:
         self.stats.computed += 1
         return await compute()
+
+    async def put(self, key: str, value: str, ttl_s: float) -> None:
+        try:
+            await self._redis.set(self._prefix + key, value, px=max(int(ttl_s * 1000), 1))
+        except (RedisError, OSError) as error:
+            self._failed(error)
 
     async def delete(self, key: str) -> None:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -66,3 +67,8 @@ async def add_story(services: Services, spec: StorySpec, now: datetime | None = 
         for article in articles:
             article.cluster_id = story.id
         return story.id, [a.id for a in articles]
+
+
+def global_id(type_name: str, row_id: int) -> str:
+    """The id a client sees for a row (strawberry's relay encoding)."""
+    return base64.b64encode(f"{type_name}:{row_id}".encode()).decode()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.context import Info
+from app.api.context import Context, Info
 from app.api.errors import BadRequest
 from app.sources.service import SourceErrorCode, SourceRejected
 from app.users.models import User
@@ -34,7 +34,10 @@ def bearer(context: Any) -> str | None:
 
 async def viewer(info: Info) -> User | None:
     """The signed-in user, or None for an anonymous caller (or a credential that is expired or revoked)."""
-    context = info.context
+    return await viewer_of(info.context)
+
+
+async def viewer_of(context: Context) -> User | None:
     if _VIEWER not in context.extra:
         token = bearer(context)
         user = None

@@ -34,8 +34,10 @@ from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
 from app.api.queries import Query
+from app.api.response_cache import ResponseCache, lifetimes
 from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
+from app.api.trending import CACHE_SECONDS as TRENDING_CACHE_SECONDS
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import BreakingEvent
 from app.api.types.source import SourceNode
@@ -123,9 +125,11 @@ def _extensions(settings: Settings) -> list[Any]:
         *QueryDepthLimiter(max_depth=settings.query_max_depth).validation_rules,
         *MaxAliasesLimiter(max_alias_count=settings.query_max_aliases).validation_rules,
     ]
+    ttl_by_field = lifetimes(settings.feed_cache_seconds, TRENDING_CACHE_SECONDS)
     limits: list[Any] = [
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
+        lambda: ResponseCache(ttl_by_field=ttl_by_field),
     ]
     size = settings.graphql_cache_size
     caches: list[Any] = [lambda: ParserCache(maxsize=size), lambda: ValidationCache(maxsize=size)] if size else []

@@ -162,30 +162,35 @@ def rank(candidates: Sequence[Candidate], profile: Profile, trending: Mapping[in
               + WEIGHTS["trending"] * trend)  # fmt: skip
     vectors = similarity_vectors(candidates) if diversify else np.zeros((n, 1))
     leads = [c.lead_source_id for c in candidates]
-
-    placed: list[Ranked] = []
-    remaining = np.ones(n, dtype=bool)
+    # value = alpha * score - (1 - alpha) * closest, with score = (static + w_div * (1 - closest)) * multipliers,
+    # is a - b * closest: two arrays fixed for the whole selection
+    multiplier = boost * penalty
+    a = MMR_ALPHA * (static + WEIGHTS["diversity"]) * multiplier
+    b = MMR_ALPHA * WEIGHTS["diversity"] * multiplier + (1 - MMR_ALPHA)
     closest = np.zeros(n)  # greatest similarity to any story placed so far
     per_source: dict[int, int] = {}
+    placed: list[Ranked] = []
     for place in range(n):
-        novelty = 1.0 - closest
-        score = (static + WEIGHTS["diversity"] * novelty) * boost * penalty
-        value = MMR_ALPHA * score - (1 - MMR_ALPHA) * closest
-        allowed = remaining.copy()
-        if place < CAPPED_PLACES:
-            capped = np.array([lead is not None and per_source.get(lead, 0) >= PER_SOURCE for lead in leads])
-            if (allowed & ~capped).any():
-                allowed &= ~capped
-        best = int(np.argmax(np.where(allowed, value, -np.inf)))
-        remaining[best] = False
+        value = a - b * closest
+        if place < CAPPED_PLACES and per_source:
+            full = [i for i, lead in enumerate(leads) if lead is not None and per_source.get(lead, 0) >= PER_SOURCE]
+            if full:
+                held = value[full].copy()
+                value[full] = -np.inf
+                if np.isneginf(value).all():  # only capped sources have stories left: the cap gives way
+                    value[full] = held
+        best = int(np.argmax(value))
+        novelty = 1.0 - float(closest[best])
+        a[best] = -np.inf  # placed
         lead = leads[best]
         if lead is not None:
             per_source[lead] = per_source.get(lead, 0) + 1
         c = candidates[best]
         placed.append(Ranked(c.story_id, lead, Signals(
             relevance=float(rel[best]), freshness=float(fresh[best]), freshness_class=freshness_class(c),
-            quality=float(qual[best]), trending=float(trend[best]), diversity=float(novelty[best]),
-            breaking_boost=float(boost[best]), read_penalty=float(penalty[best]), score=float(score[best]),
+            quality=float(qual[best]), trending=float(trend[best]), diversity=novelty,
+            breaking_boost=float(boost[best]), read_penalty=float(penalty[best]),
+            score=float((static[best] + WEIGHTS["diversity"] * novelty) * multiplier[best]),
         )))  # fmt: skip
         if diversify:
             np.maximum(closest, vectors @ vectors[best], out=closest)

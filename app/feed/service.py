@@ -13,7 +13,7 @@ import json
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from redis.exceptions import RedisError
@@ -66,7 +66,7 @@ class Snapshot:
 
     def dumps(self) -> str:
         return json.dumps({"id": self.id, "scope": self.scope, "at": self.ranked_at.isoformat(),
-                           "items": [[i.story_id, i.article_id, *astuple(i.signals)] for i in self.items]},
+                           "items": [[i.story_id, i.article_id, *_compact(i.signals)] for i in self.items]},
                           separators=(",", ":"))  # fmt: skip
 
     @classmethod
@@ -78,6 +78,21 @@ class Snapshot:
             fields[2] = FreshnessClass(fields[2])
             items.append(Item(story_id, article_id, Signals(*fields)))
         return cls(data["id"], data["scope"], datetime.fromisoformat(data["at"]), items)
+
+
+def _compact(s: Signals) -> tuple[object, ...]:
+    """The signals in field order, to 4 decimals (dataclasses.astuple deep-copies: 20x slower)."""
+    return (
+        round(s.relevance, 4),
+        round(s.freshness, 4),
+        s.freshness_class.value,
+        round(s.quality, 4),
+        round(s.trending, 4),
+        round(s.diversity, 4),
+        s.breaking_boost,
+        s.read_penalty,
+        round(s.score, 4),
+    )
 
 
 async def feed_version(services: Services, user_id: int | None) -> int:

@@ -1,0 +1,81 @@
+"""Whole responses of feed queries, cached in Redis: a repeated feed page skips execution entirely.
+
+A query is cached only when every root field is a feed (`feed`, `topicFeed`, `trending`, `breaking`, or
+`__typename`), for the shortest of their lifetimes. The key is the document, the operation, the variables and,
+when `feed` is asked, the reader and their feed version: a change of interests, follows, mutes or languages moves
+the reader to new keys at once, and no reader is ever served another's page. Answers with errors are not kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from graphql.execution import ExecutionResult as GraphQLExecutionResult
+from strawberry.extensions import SchemaExtension
+
+from app.api import auth
+from app.api.context import Context
+from app.feed.service import feed_version
+from graphql import FieldNode, OperationDefinitionNode, OperationType
+
+PERSONAL = "feed"
+
+
+def lifetimes(feed_seconds: float, trending_seconds: float) -> dict[str, float]:
+    return {"feed": feed_seconds, "topicFeed": feed_seconds, "trending": trending_seconds,
+            "breaking": trending_seconds, "__typename": float("inf")}  # fmt: skip
+
+
+class ResponseCache(SchemaExtension):
+    def __init__(self, *, ttl_by_field: dict[str, float]) -> None:
+        self.ttl_by_field = ttl_by_field
+
+    async def on_execute(self) -> AsyncIterator[None]:
+        context = self.execution_context
+        fields = _root_fields(context.graphql_document, context.operation_name)
+        ttl = min((self.ttl_by_field.get(f, 0.0) for f in fields or ["-"]), default=0.0)
+        app: Context | None = context.context if isinstance(context.context, Context) else None
+        if app is None or not fields or not 0 < ttl < float("inf"):
+            yield
+            return
+        key = await self._key(app, fields)
+        cache = app.services.cache
+        cached = await cache.get(key)
+        if cached is not None:
+            context.result = GraphQLExecutionResult(data=json.loads(cached))
+            yield
+            return
+        yield
+        result = context.result
+        if isinstance(result, GraphQLExecutionResult) and not result.errors and result.data is not None:
+            await cache.put(key, json.dumps(result.data, separators=(",", ":")), ttl)
+
+    async def _key(self, app: Context, fields: list[str]) -> str:
+        context = self.execution_context
+        scope = "public"
+        if PERSONAL in fields:
+            user = await auth.viewer_of(app)
+            if user is not None:
+                scope = f"user:{user.id}:{await feed_version(app.services, user.id)}"
+        raw = json.dumps([context.query, context.operation_name, context.variables, scope], sort_keys=True,
+                         default=str)  # fmt: skip
+        return "response:" + hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _root_fields(document: Any, operation_name: str | None) -> list[str] | None:
+    """Names of the root fields of the query to run; None when it is not a plain query of plain fields."""
+    if document is None:
+        return None
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    chosen = [o for o in operations if operation_name is None or (o.name and o.name.value == operation_name)]
+    if len(chosen) != 1 or chosen[0].operation is not OperationType.QUERY:
+        return None
+    names = []
+    for selection in chosen[0].selection_set.selections:
+        if not isinstance(selection, FieldNode) or selection.directives:
+            return None  # fragments and @include/@skip: not worth reasoning about here
+        names.append(selection.name.value)
+    return names

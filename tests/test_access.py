@@ -1,0 +1,96 @@
+"""Invariant I-10: a reader reads and changes only their own history, interests and feed. Every user-scoped field is
+tried as its owner, as another reader and as nobody; every root field is classified, so a new one cannot slip in
+unchecked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.api.schema import build_schema
+from app.services import Services
+from app.settings import Settings
+from tests.conftest import GraphQLClient, document
+from tests.newsroom import StorySpec, add_source, add_story, global_id
+from tests.test_accounts import sign_up
+
+PUBLIC_QUERIES = {"node", "sources", "sourcesOpml", "source", "articles", "article", "stories", "story",
+                  "breakingEvents", "topicFeed", "breaking", "trending", "health", "viewer", "feed"}  # fmt: skip
+# viewer: null for nobody, and only ever the caller's own account; feed: global for nobody, personal otherwise
+PUBLIC_MUTATIONS = {"signUp", "logIn", "logOut"}  # logOut ends only the caller's own session(s)
+ADMIN_MUTATIONS = {"sourceCreate", "sourcesImport", "sourceRefresh"}
+USER_MUTATIONS = {
+    "apiKeyCreate": ('mutation { apiKeyCreate(name: "x") { errors { code } } }', {}),
+    "apiKeyRevoke": ('mutation { apiKeyRevoke(id: "1") { errors { code } } }', {}),
+    "topicFollow": ("mutation { topicFollow(topic: SPORTS) { errors { code } } }", {}),
+    "topicUnfollow": ("mutation { topicUnfollow(topic: SPORTS) { errors { code } } }", {}),
+    "sourceFollow": ("mutation($s: ID!) { sourceFollow(sourceId: $s) { errors { code } } }", {"s": "source"}),
+    "sourceUnfollow": ("mutation($s: ID!) { sourceUnfollow(sourceId: $s) { errors { code } } }", {"s": "source"}),
+    "sourceMute": ("mutation($s: ID!) { sourceMute(sourceId: $s) { errors { code } } }", {"s": "source"}),
+    "sourceUnmute": ("mutation($s: ID!) { sourceUnmute(sourceId: $s) { errors { code } } }", {"s": "source"}),
+    "engagementRecord": (
+        'mutation($a: ID!) { engagementRecord(articleId: $a, action: READ, sessionId: "s") { errors { code } } }',
+        {"a": "article"},
+    ),
+    "preferredLanguagesSet": ('mutation { preferredLanguagesSet(languages: ["en"]) { errors { code } } }', {}),
+}
+VIEWER = """{ viewer { email preferredLanguages apiKeys { name } interests { topic weight } followedTopics
+                       followedSources { name } mutedSources { name } } }"""
+
+
+def test_every_root_field_is_classified(settings: Settings) -> None:
+    schema = build_schema(settings)
+    queries = {f.name for f in schema.get_type_by_name("Query").fields}  # type: ignore[union-attr]
+    mutations = {f.name for f in schema.get_type_by_name("Mutation").fields}  # type: ignore[union-attr]
+    queries = {schema.config.name_converter.apply_naming_config(q) for q in queries}
+    mutations = {schema.config.name_converter.apply_naming_config(m) for m in mutations}
+    assert queries == PUBLIC_QUERIES
+    assert mutations == PUBLIC_MUTATIONS | ADMIN_MUTATIONS | set(USER_MUTATIONS)
+
+
+async def test_nobody_may_use_a_user_scoped_field(gql: GraphQLClient, services: Services,
+                                                  settings: Settings) -> None:  # fmt: skip
+    ids = await _world(services, settings)
+    for name, (query, variables) in USER_MUTATIONS.items():
+        answer = await gql.post(query, {k: ids[v] for k, v in variables.items()})
+        assert answer["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED", name
+    assert (await gql.post(VIEWER))["data"]["viewer"] is None
+    forged = gql.as_("nas_" + "0" * 43)  # a well-formed token that was never issued
+    assert (await forged.post(VIEWER))["data"]["viewer"] is None
+    assert (await forged.post(*USER_MUTATIONS["topicFollow"]))["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+
+
+async def test_a_reader_sees_and_changes_only_their_own(gql: GraphQLClient, services: Services,
+                                                       settings: Settings) -> None:  # fmt: skip
+    ids = await _world(services, settings)
+    alice = gql.as_(await sign_up(gql, "alice@example.com"))
+    bob = gql.as_(await sign_up(gql, "bob@example.com"))
+    before_bob = (await bob.post(VIEWER))["data"]["viewer"]
+    for name, (query, variables) in USER_MUTATIONS.items():
+        answer = await alice.post(query, {k: ids[v] for k, v in variables.items()})
+        assert "errors" not in answer, (name, answer)
+    key = (await alice.post('mutation { apiKeyCreate(name: "alice app") { apiKey { id } } }'))["data"]
+    key_id = key["apiKeyCreate"]["apiKey"]["id"]
+    stolen = await bob.post("mutation($id: ID!) { apiKeyRevoke(id: $id) { errors { code } } }", {"id": key_id})
+    assert stolen["data"]["apiKeyRevoke"]["errors"][0]["code"] == "NOT_FOUND"
+
+    mine = (await alice.post(VIEWER))["data"]["viewer"]
+    assert mine["email"] == "alice@example.com"
+    assert [k["name"] for k in mine["apiKeys"]] == ["alice app", "x"]
+    assert mine["interests"]
+    after_bob = (await bob.post(VIEWER))["data"]["viewer"]
+    assert after_bob == before_bob  # nothing Alice did shows up in Bob's account
+    assert after_bob["interests"] == [] and after_bob["apiKeys"] == []  # noqa: PT018
+
+    alice_feed = (await alice.run("Feed", first=2))["feed"]
+    assert alice_feed["edges"][0]["node"]["rankingSignals"]["readPenalty"] == 0.1  # her own read
+    bob_feed = (await bob.run("Feed", first=2))["feed"]
+    assert all(e["node"]["rankingSignals"]["readPenalty"] == 1.0 for e in bob_feed["edges"])
+    for caller in (bob, gql):
+        answer = await caller.post(document("Feed"), {"after": alice_feed["pageInfo"]["endCursor"]})
+        assert answer["errors"][0]["extensions"]["code"] == "BAD_CURSOR"
+
+
+async def _world(services: Services, settings: Settings) -> dict[str, Any]:
+    outlet = await add_source(services, settings, "outlet")
+    _, articles = await add_story(services, StorySpec("Only story", [outlet], topics=["sports"]))
+    return {"source": global_id("Source", outlet), "article": global_id("Article", articles[0])}
