@@ -24,6 +24,7 @@ from app.sources import repository as sources
 from app.stories.service import cluster_articles, merge_stories
 from app.stories.store import ClusteringCache
 from app.stories.velocity import BREAKING_TOPIC
+from app.trending.store import record_arrivals
 from app.websub.protocol import Discovery
 from app.websub.service import renewals_due, subscribe
 
@@ -112,6 +113,7 @@ async def understand_articles_job(ctx: dict[str, Any], article_ids: list[int]) -
     services: Services = ctx["services"]
     await understand_articles(services.engine, article_ids, now=datetime.now(UTC))
     placed = await cluster_articles(services.engine, article_ids, ctx["clustering"], pending=CLUSTER_PENDING)
+    await record_arrivals(services.redis, placed, datetime.now(UTC))  # trending (logs, never raises, if Redis fails)
     await relay(services.engine, services.redis, PUSHED_TOPICS)  # a story that just broke is announced at once
     return len(placed)
 

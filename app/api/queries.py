@@ -9,6 +9,7 @@ from app.api import auth
 from app.api.context import Info
 from app.api.filters import language_codes, topic_values
 from app.api.relay import after_id_key, after_time_key, build_connection, id_of, page_size, resolve_global_id
+from app.api.trending import TrendingStory, trending_stories
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import CURSOR_KIND as BREAKING_CURSOR
 from app.api.types.breaking import BreakingEvent
@@ -154,3 +155,7 @@ class Query:
             database_latency_ms=report.database.latency_ms,
             redis_latency_ms=report.redis.latency_ms,
         )
+
+    trending: list[TrendingStory] = strawberry.field(
+        resolver=trending_stories, description="Stories gaining articles and readers fastest in the window (public)."
+    )
