@@ -50,6 +50,12 @@ class Settings(BaseSettings):
     query_max_depth: int = Field(default=12, description="Deepest GraphQL selection accepted.")
     query_max_tokens: int = Field(default=2000, description="Most tokens in one GraphQL document.")
     query_max_aliases: int = Field(default=30, description="Most aliases in one GraphQL document.")
+    ws_max_subscriptions: int = Field(
+        default=20, ge=1, description="Operations one WebSocket may run at once; past it a subscribe gets an error."
+    )
+    ws_keepalive_seconds: float = Field(
+        default=15, gt=0, description="The server pings every WebSocket (graphql-transport-ws `ping`) this often."
+    )
     open_source_admin: bool = Field(
         default=True,
         description="Let any caller manage sources (sourceCreate, sourcesImport, sourceRefresh); when false, only "
@@ -89,6 +95,12 @@ class Settings(BaseSettings):
     )
 
     fetch_log_retention_days: float = Field(default=14, description="Fetch log rows older than this are deleted.")
+    breaking_events_retention_days: float = Field(
+        default=30, description="Delivered breaking-news events are kept this long (`breakingEvents(after:)` reads)."
+    )
+    story_updates_retention_hours: float = Field(
+        default=24, description="Delivered `storyUpdated` events are kept this long (only the live push reads them)."
+    )
 
     # --- fetching -----------------------------------------------------------------------------------------
     fetch_timeout_seconds: float = Field(default=10, description="Connect/read timeout of one fetch.")

@@ -16,13 +16,15 @@ from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
 from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
 from app.ingest.scheduler import claim_due_sources
-from app.outbox.relay import relay
+from app.outbox import repository as outbox
+from app.outbox.relay import BATCH, relay
 from app.queue_names import CRAWL_TICK, INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES, WEBSUB_SUBSCRIBE
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.sources import repository as sources
 from app.stories.service import cluster_articles, merge_stories
 from app.stories.store import ClusteringCache
+from app.stories.updates import STORY_UPDATED_TOPIC
 from app.stories.velocity import BREAKING_TOPIC
 from app.trending.store import record_arrivals
 from app.websub.protocol import Discovery
@@ -104,7 +106,8 @@ async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, cont
     return outcome.status
 
 
-PUSHED_TOPICS = (BREAKING_TOPIC,)  # outbox topics the relay publishes on Redis
+PUSHED_TOPICS = (BREAKING_TOPIC, STORY_UPDATED_TOPIC)  # outbox topics the relay publishes on Redis, in this order
+RELAY_ROUNDS = 50  # batches one relay run publishes per topic at most (then the next run goes on)
 CLUSTER_PENDING = 2000  # a clustering job also takes up to this many other understood articles still waiting
 
 
@@ -114,14 +117,26 @@ async def understand_articles_job(ctx: dict[str, Any], article_ids: list[int]) -
     await understand_articles(services.engine, article_ids, now=datetime.now(UTC))
     placed = await cluster_articles(services.engine, article_ids, ctx["clustering"], pending=CLUSTER_PENDING)
     await record_arrivals(services.redis, placed, datetime.now(UTC))  # trending (logs, never raises, if Redis fails)
-    await relay(services.engine, services.redis, PUSHED_TOPICS)  # a story that just broke is announced at once
+    await publish_outbox(services)  # a story that just broke, or grew, is announced at once
     return len(placed)
+
+
+async def publish_outbox(services: Services) -> int:
+    """Every pending event of PUSHED_TOPICS, topic by topic: breaking news never waits behind a busy hour's story
+    updates, and a clustering batch that changed hundreds of stories is published in full, not 100 at a time."""
+    published = 0
+    for topic in PUSHED_TOPICS:
+        for _ in range(RELAY_ROUNDS):
+            delivered = await relay(services.engine, services.redis, (topic,))
+            published += delivered
+            if delivered < BATCH:  # drained (or Redis is down: the next run tries again)
+                break
+    return published
 
 
 async def relay_outbox_job(ctx: dict[str, Any]) -> int:
     """Every few seconds: outbox events not yet published (Redis was down, a worker died) go out."""
-    services: Services = ctx["services"]
-    return await relay(services.engine, services.redis, PUSHED_TOPICS)
+    return await publish_outbox(ctx["services"])
 
 
 async def merge_stories_job(ctx: dict[str, Any]) -> int:
@@ -164,6 +179,24 @@ async def prune_fetch_log(ctx: dict[str, Any]) -> int:
             return deleted
 
 
+async def prune_outbox(ctx: dict[str, Any]) -> int:
+    """Hourly: delivered events go once nobody reads them any more: breaking news after its catch-up window
+    (`breakingEvents(after:)`), story updates (only ever pushed live) after a day. Undelivered events stay."""
+    services: Services = ctx["services"]
+    settings, now = services.settings, datetime.now(UTC)
+    retention = {BREAKING_TOPIC: timedelta(days=settings.breaking_events_retention_days),
+                 STORY_UPDATED_TOPIC: timedelta(hours=settings.story_updates_retention_hours)}  # fmt: skip
+    deleted = 0
+    for topic, kept in retention.items():
+        while True:
+            async with services.engine.begin() as connection:
+                batch = await outbox.prune_delivered(connection, topic, older_than=now - kept)
+            deleted += batch
+            if batch == 0:
+                break
+    return deleted
+
+
 def tick_seconds(every: int) -> set[int]:
     """The seconds of each minute at which a tick of period `every` fires."""
     return set(range(0, 60, every))
@@ -186,6 +219,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             cron(crawl_tick, second=tick_seconds(settings.crawl_tick_seconds), run_at_startup=True, keep_result=0),
             cron(websub_renew, minute=17, second=0, keep_result=0),
             cron(prune_fetch_log, minute=41, second=0, keep_result=0),
+            cron(prune_outbox, minute=41, second=30, keep_result=0),
             cron(merge_stories_job, minute=set(range(0, 60, 2)), second=30, keep_result=0),
             cron(relay_outbox_job, second=tick_seconds(5), keep_result=0),
         ],

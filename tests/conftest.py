@@ -24,6 +24,7 @@ from app.api.asgi import create_app
 from app.db.migrate import upgrade
 from app.models import Base
 from app.queue_names import CRAWL_TICK
+from app.realtime.broadcast import CHANNEL_PREFIX
 from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings
@@ -121,9 +122,10 @@ async def arq_redis(settings: Settings) -> AsyncIterator[ArqRedis]:
     await pool.aclose()
 
 
-@pytest.fixture(scope="session")
-async def api_url(settings: Settings, services: Services) -> AsyncIterator[str]:
-    """The real ASGI app served by uvicorn on a loopback port, in this test session's event loop."""
+@contextlib.asynccontextmanager
+async def serve_api(settings: Settings, services: Services | None = None) -> AsyncIterator[str]:
+    """The real ASGI app served by uvicorn on a loopback port, in the running event loop; without `services`, the
+    app opens its own (its own Redis connection and broadcaster, as a separate API process has)."""
     port = free_port()
     config = uvicorn.Config(create_app(settings, services), host="127.0.0.1", port=port, log_level="warning",
                             lifespan="on", ws="websockets-sansio")  # fmt: skip
@@ -133,10 +135,19 @@ async def api_url(settings: Settings, services: Services) -> AsyncIterator[str]:
         if task.done():
             task.result()
         await asyncio.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@pytest.fixture(scope="session")
+async def api_url(settings: Settings, services: Services) -> AsyncIterator[str]:
+    """The real ASGI app served by uvicorn on a loopback port, in this test session's event loop."""
+    async with serve_api(settings, services) as url:
+        yield url
 
 
 def document(name: str) -> str:
@@ -203,15 +214,22 @@ def feed_server() -> Iterator[Any]:
     yield from serve()
 
 
-async def subscribe_ws(api_url: str, query: str, variables: dict[str, Any], origin: str | None = None
-                       ) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
-    """A graphql-transport-ws client: yields the server's messages for one subscription (answers pings)."""
+@contextlib.asynccontextmanager
+async def ws_connection(api_url: str, origin: str | None = None) -> AsyncIterator[Any]:
+    """A graphql-transport-ws connection, acknowledged; the caller sends and reads the messages itself."""
     url = api_url.replace("http://", "ws://") + "/graphql"
     headers = {"Origin": origin} if origin else {}
     async with websockets.connect(url, subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
                                   additional_headers=headers) as ws:  # fmt: skip
         await ws.send(json.dumps({"type": "connection_init"}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
+        yield ws
+
+
+async def subscribe_ws(api_url: str, query: str, variables: dict[str, Any], origin: str | None = None
+                       ) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+    """A graphql-transport-ws client: yields the server's messages for one subscription (answers pings)."""
+    async with ws_connection(api_url, origin) as ws:
         await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": query, "variables": variables}}))
         while True:
             message = json.loads(await ws.recv())
@@ -219,3 +237,15 @@ async def subscribe_ws(api_url: str, query: str, variables: dict[str, Any], orig
                 await ws.send(json.dumps({"type": "pong"}))
                 continue
             yield message
+
+
+async def until_listening(services: Services, topic: str, *, story_id: int | None = None, count: int = 1) -> None:
+    """Until `count` subscribers of this process are attached to `topic` (or one story of it) and Redis has the
+    process's subscription to the topic's channel: an event published from then on reaches them."""
+    channel = CHANNEL_PREFIX + topic
+    async with asyncio.timeout(10):
+        while True:
+            attached = services.broadcaster.listeners(topic, story_id=story_id) >= count
+            if attached and dict(await services.redis.pubsub_numsub(channel)).get(channel.encode()):
+                return
+            await asyncio.sleep(0.01)

@@ -18,6 +18,7 @@ from app.api.context import Context
 from app.api.limits import BodySizeLimit
 from app.api.queue import JobQueue
 from app.api.schema import build_schema
+from app.api.websocket import NewsaggTransportWSHandler
 from app.api.websub import websub_routes
 from app.health import check_health
 from app.services import Services
@@ -25,6 +26,8 @@ from app.settings import Settings
 
 
 class NewsaggGraphQL(GraphQL[Context, None]):
+    graphql_transport_ws_handler_class = NewsaggTransportWSHandler  # pings; a typed error past the operation limit
+
     def __init__(self, services_ref: dict[str, Services], queue: JobQueue, settings: Settings) -> None:
         super().__init__(
             build_schema(settings),
@@ -32,7 +35,8 @@ class NewsaggGraphQL(GraphQL[Context, None]):
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
             allowed_origins=settings.allowed_origins,
             keep_alive=True,
-            keep_alive_interval=15,
+            keep_alive_interval=settings.ws_keepalive_seconds,
+            max_subscriptions_per_connection=settings.ws_max_subscriptions,
         )
         self._services = services_ref
         self._queue = queue

@@ -8,11 +8,13 @@ import strawberry
 from strawberry import relay
 
 from app.api.context import Info
+from app.api.errors import BadRequest
 from app.api.filters import language_codes, topic_values
 from app.api.relay import id_of
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import BreakingEvent
 from app.api.types.enums import TopicEnum
+from app.api.types.story_update import StoryUpdate, current_story, follow_story
 from app.articles import repository as articles
 from app.ingest.events import ARTICLES_ADDED
 from app.stories.velocity import BREAKING_TOPIC
@@ -53,3 +55,14 @@ class Subscription:
                 continue  # not an event this version understands
             if found.wanted(wanted_topics, wanted_languages):
                 yield found
+
+    @strawberry.subscription(description="Live full coverage of one story: an update each time articles join it (a "
+                                         "new outlet, a new count). A story merged into another is followed there. "
+                                         "An id that names no story is a NOT_FOUND error at subscribe "
+                                         "time.")  # fmt: skip
+    async def story_updated(self, info: Info, id: relay.GlobalID) -> AsyncGenerator[StoryUpdate, None]:
+        services = info.context.services
+        story = await current_story(services, id_of(id, "Story", "id"))
+        if story is None:
+            raise BadRequest("NOT_FOUND", "no story has this id")
+        return follow_story(services, story)

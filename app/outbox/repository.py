@@ -1,9 +1,11 @@
-"""Every query on the outbox: adding events once, taking pending ones for delivery, reading a topic's events."""
+"""Every query on the outbox: adding events once, taking pending ones for delivery, reading a topic's events,
+pruning delivered ones."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, text
@@ -59,3 +61,17 @@ async def mark_delivered(db: Executor, ids: list[int]) -> None:
 async def mark_failed(db: Executor, ids: list[int], error: str) -> None:
     await db.execute(text("UPDATE outbox SET attempts = attempts + 1, last_error = :error "
                           "WHERE id = ANY(CAST(:ids AS bigint[]))"), {"ids": ids, "error": error[:2000]})  # fmt: skip
+
+
+_PRUNE_DELIVERED = text("""
+    DELETE FROM outbox WHERE id IN (
+        SELECT id FROM outbox WHERE topic = :topic AND delivered_at IS NOT NULL AND created_at < :older_than
+        ORDER BY id LIMIT :batch)
+""")
+
+
+async def prune_delivered(db: Executor, topic: str, *, older_than: datetime, batch: int = 10_000) -> int:
+    """Deletes one batch of delivered `topic` events created before `older_than` (undelivered ones always stay).
+    Walked in id order, which is creation order: the old rows come first and the scan stops at the batch."""
+    result = await db.execute(_PRUNE_DELIVERED, {"topic": topic, "older_than": older_than, "batch": batch})
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.stories.clustering import Representative, Story, StoryState, story_topics
 from app.stories.models import StoryCluster
+from app.stories.updates import announce_updates
 from app.stories.velocity import announce, measure
 
 TOTAL = ""  # the vocabulary row that counts articles
@@ -56,6 +57,7 @@ class ClusteringCache:
         self.story_revision = 0
         self.vocabulary_revision = 0
         self.pruned_at: datetime | None = None
+        self.reserved: set[int] = set()  # ids reserved for the current batch: stories it creates
 
     def reset(self) -> None:
         """After a failed transaction the copy may hold changes PostgreSQL never got: start again."""
@@ -104,12 +106,15 @@ class ClusteringCache:
         rows = await connection.execute(
             text("SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n)"), {"n": max(count, 1)}
         )
-        self.state.new_ids = iter([int(r[0]) for r in rows])
+        ids = [int(r[0]) for r in rows]
+        self.state.new_ids = iter(ids)
+        self.reserved = set(ids)
 
     async def save(self, connection: AsyncConnection, now: datetime, *, flush_vocabulary: bool = False,
                    ) -> dict[int, int]:  # fmt: skip
-        """Writes back what the clusterer changed, with the changed stories' velocity as of `now` (and one outbox
-        event for each that has just become breaking); returns where each placed article ended (article -> story).
+        """Writes back what the clusterer changed, with the changed stories' velocity as of `now` (and outbox events:
+        one for each story that has just become breaking, one for each existing story that articles joined or that was
+        merged); returns where each placed article ended (article -> story).
         Vocabulary counts are statistics: they are written once enough articles have been observed (or when asked),
         not with every batch."""
         state = self.state
@@ -126,14 +131,17 @@ class ClusteringCache:
         if changed:
             await connection.execute(_SAVE_STORIES, _story_rows([state.stories[i] for i in changed], revision))
         await announce(connection, breaking, now)
-        if state.merged_into:
-            retired = {i: state.resolve(i) for i in state.merged_into}
+        retired = {i: state.resolve(i) for i in state.merged_into}
+        if retired:
             await connection.execute(_RETIRE_MERGED, {"story": list(retired), "into": list(retired.values()),
                                                       "revision": revision})  # fmt: skip
         placed = {article: state.resolve(story) for article, story in state.placed.items()}
         if placed:
             await connection.execute(_PLACE_ARTICLES, {"article": list(placed), "story": list(placed.values())})
-        state.changed, state.placed, state.merged_into = set(), {}, {}
+        grown = (set(placed.values()) | set(retired.values())) - self.reserved
+        await announce_updates(connection, [state.stories[i] for i in sorted(grown) if i in state.stories], retired,
+                               int(revision or 0))  # fmt: skip
+        state.changed, state.placed, state.merged_into, self.reserved = set(), {}, {}, set()
         self.story_revision = self.vocabulary_revision = int(revision or 0)
         return placed
 

@@ -1,0 +1,93 @@
+"""Live full coverage of one story: `storyUpdated` pushes a small StoryUpdate each time articles join the story (a new
+outlet, a new count), and follows the story a merge folds it into."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from datetime import datetime
+from typing import Any
+
+import strawberry
+
+from app.api.context import Info
+from app.api.types.story import StoryNode
+from app.services import Services
+from app.stories import repository as stories
+from app.stories.models import StoryCluster
+from app.stories.updates import STORY_UPDATED_TOPIC
+
+_SHARED_LOAD = "_story_load"  # set on an event every local subscriber shares: the story is loaded once for all
+
+
+@strawberry.type(name="StoryUpdate", description="Articles joined a story (or it was merged into another).")
+class StoryUpdate:
+    article_count: int
+    source_count: int = strawberry.field(description="How many outlets cover it now.")
+    last_updated_at: datetime
+    story_id: strawberry.Private[int]
+    event: strawberry.Private[dict[str, Any] | None] = None
+    loaded: strawberry.Private[StoryCluster | None] = None
+
+    @strawberry.field(description="The story as it is now: its title, representative and coverage.")
+    async def story(self, info: Info) -> StoryNode | None:
+        row = self.loaded or await shared_story(info.context.services, self.event or {}, self.story_id)
+        return StoryNode.from_model(row) if row else None
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> StoryUpdate:
+        return cls(article_count=int(event["article_count"]), source_count=int(event["source_count"]),
+                   last_updated_at=datetime.fromisoformat(event["last_updated_at"]),
+                   story_id=int(event["story_id"]), event=event)  # fmt: skip
+
+    @classmethod
+    def from_model(cls, row: StoryCluster) -> StoryUpdate:
+        return cls(article_count=row.article_count, source_count=row.source_count,
+                   last_updated_at=row.last_updated_at, story_id=row.id, loaded=row)  # fmt: skip
+
+
+async def current_story(services: Services, story_id: int) -> StoryCluster | None:
+    """The story an id names now (a merged story's id leads to the one it joined)."""
+    async with services.db() as session:
+        return (await stories.stories_by_ids(session, [story_id])).get(story_id)
+
+
+async def shared_story(services: Services, event: dict[str, Any], story_id: int) -> StoryCluster | None:
+    """The broadcaster hands one event object to every subscriber in the process: the first to ask for the story
+    loads it, the others await the same load (one query per event, not one per subscriber)."""
+    load = event.get(_SHARED_LOAD)
+    if load is None:
+        load = event[_SHARED_LOAD] = asyncio.ensure_future(current_story(services, story_id))
+    found: StoryCluster | None = await asyncio.shield(load)
+    return found
+
+
+async def follow_story(services: Services, story: StoryCluster) -> AsyncGenerator[StoryUpdate, None]:
+    """Updates of `story` newer than the state given (each once: a relay may publish an event twice); once it is
+    merged, the story it joined: its state at that moment, then its updates."""
+    following, seen, moved = story.id, story.revision, False
+    while True:
+        async with services.broadcaster.listen(STORY_UPDATED_TOPIC, story_id=following) as events:
+            if moved:  # listening first, then reading the state, misses nothing in between
+                current = await current_story(services, following)
+                if current is None:
+                    return
+                if current.id != following:  # merged again meanwhile: listen there
+                    following = current.id
+                    continue
+                moved, seen = False, current.revision
+                yield StoryUpdate.from_model(current)
+            while True:
+                event = await events.get()
+                revision = int(event.get("revision") or 0)
+                if revision <= seen:
+                    continue
+                if event.get("merged_into"):
+                    following, moved = int(event["merged_into"]), True
+                    break
+                try:
+                    update = StoryUpdate.from_event(event)
+                except (KeyError, TypeError, ValueError):
+                    continue  # not an event this version understands
+                seen = revision
+                yield update

@@ -1,0 +1,50 @@
+"""The graphql-transport-ws connection: strawberry's handler, plus the server's keep-alive pings (its own
+`keep_alive` applies only to the legacy graphql-ws protocol) and a typed error past the per-connection limit."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import ConnectionInitMessage, SubscribeMessage
+
+from app.api.errors import BadRequest
+
+
+class NewsaggTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
+    """With the view's `keep_alive`, pings every `keep_alive_interval` seconds once the connection is acknowledged
+    (proxies keep the socket open, and a dead peer shows when a ping cannot be sent). Refuses a subscribe past the
+    view's `max_subscriptions_per_connection` with an `error` message for that operation (code
+    TOO_MANY_SUBSCRIPTIONS): the connection and its other operations go on."""
+
+    _pinger: asyncio.Task[None] | None = None
+
+    async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
+        await super().handle_connection_init(message)
+        interval = self.view.keep_alive_interval
+        if self.connection_acknowledged and self.view.keep_alive and interval and self._pinger is None:
+            self._pinger = asyncio.create_task(self._ping(interval), name="graphql-ws-keepalive")
+
+    async def _ping(self, interval: float) -> None:
+        with contextlib.suppress(Exception):  # the socket is gone: the handler shuts down on its own
+            while True:
+                await asyncio.sleep(interval)
+                await self.send_message({"type": "ping"})
+
+    async def handle_subscribe(self, message: SubscribeMessage) -> None:
+        limit = self.max_subscriptions_per_connection
+        if (self.connection_acknowledged and message["id"] not in self.operations and limit is not None
+                and len(self.operations) >= limit):  # fmt: skip
+            error = BadRequest("TOO_MANY_SUBSCRIPTIONS", f"at most {limit} operations at once on one connection")
+            await self.send_message({"id": message["id"], "type": "error", "payload": [error.formatted]})
+            return
+        await super().handle_subscribe(message)
+
+    async def shutdown(self) -> None:
+        if self._pinger is not None:
+            self._pinger.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pinger
+        await super().shutdown()

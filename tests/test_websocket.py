@@ -1,0 +1,100 @@
+"""GraphQL over WebSocket as the server runs it: operations per connection capped, keep-alive pings, and two API
+processes behind one Redis each delivering an event to their own subscribers once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from app.outbox.models import OutboxEvent
+from app.outbox.relay import relay
+from app.services import Services
+from app.settings import Settings
+from app.stories.velocity import BREAKING_TOPIC
+from tests.conftest import document, serve_api, subscribe_ws, until_listening, ws_connection
+
+HEALTH = "{ health { ok } }"
+
+
+def subscribe(operation: str, query: str, variables: dict[str, Any] | None = None) -> str:
+    return json.dumps({"id": operation, "type": "subscribe", "payload": {"query": query, "variables": variables or {}}})
+
+
+async def received(ws: Any) -> dict[str, Any]:
+    """The next message that is not a ping (pings are answered)."""
+    while True:
+        message: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        if message["type"] != "ping":
+            return message
+        await ws.send(json.dumps({"type": "pong"}))
+
+
+async def breaking(services: Services, story_id: int) -> None:
+    payload = {"story_id": story_id, "title": f"Story {story_id}", "source_count": 6, "topics": ["world"],
+               "languages": ["en"], "velocity": 2.3, "at": datetime.now(UTC).isoformat()}  # fmt: skip
+    async with services.db.begin() as session:
+        session.add(OutboxEvent(topic=BREAKING_TOPIC, dedupe_key=f"{BREAKING_TOPIC}:{story_id}", payload=payload))
+
+
+def test_the_defaults() -> None:
+    defaults = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert (defaults.ws_max_subscriptions, defaults.ws_keepalive_seconds) == (20, 15)
+
+
+async def test_past_the_cap_a_subscribe_is_refused_and_the_connection_goes_on(settings: Settings,
+                                                                              services: Services) -> None:  # fmt: skip
+    capped = settings.model_copy(update={"ws_max_subscriptions": 3})
+    async with serve_api(capped, services) as url, ws_connection(url) as ws:
+        for operation in ("a", "b", "c"):
+            await ws.send(subscribe(operation, document("BreakingNews")))
+        await until_listening(services, BREAKING_TOPIC, count=3)
+        await ws.send(subscribe("d", document("BreakingNews")))
+        refused = await received(ws)
+        assert (refused["id"], refused["type"]) == ("d", "error")
+        assert refused["payload"][0]["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS"
+        await ws.send(json.dumps({"id": "a", "type": "complete"}))  # one ends: there is room again
+        await ws.send(subscribe("e", HEALTH))
+        answer = await received(ws)
+        assert (answer["id"], answer["type"], answer["payload"]["data"]) == ("e", "next", {"health": {"ok": True}})
+        assert (await received(ws))["type"] == "complete"
+        await breaking(services, 1)  # the operations within the cap still run
+        await relay(services.engine, services.redis, [BREAKING_TOPIC])
+        delivered = [await received(ws) for _ in range(2)]
+        assert sorted((m["id"], m["type"]) for m in delivered) == [("b", "next"), ("c", "next")]
+
+
+async def test_the_server_pings_each_connection_at_its_interval(settings: Settings, services: Services) -> None:
+    quick = settings.model_copy(update={"ws_keepalive_seconds": 0.1})
+    async with serve_api(quick, services) as url, ws_connection(url) as ws:
+        for _ in range(3):  # ping after ping, each answered
+            assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"type": "ping"}
+            await ws.send(json.dumps({"type": "pong"}))
+        await ws.send(subscribe("h", HEALTH))  # and the connection serves as before
+        assert (await received(ws))["payload"]["data"] == {"health": {"ok": True}}
+
+
+async def test_two_api_processes_behind_one_redis_each_deliver_an_event_once(settings: Settings,
+                                                                              services: Services) -> None:  # fmt: skip
+    first, second = Services.open(settings), Services.open(settings)  # each its own Redis connection and broadcaster
+    try:
+        async with serve_api(settings, first) as one, serve_api(settings, second) as two:
+            streams = [subscribe_ws(url, document("BreakingNews"), {}) for url in (one, two)]
+            nexts = [asyncio.ensure_future(anext(stream)) for stream in streams]
+            for process in (first, second):
+                await until_listening(process, BREAKING_TOPIC)
+            await breaking(services, 41)
+            assert await relay(services.engine, services.redis, [BREAKING_TOPIC]) == 1
+            titles = [(await asyncio.wait_for(n, 10))["payload"]["data"]["breakingNews"]["title"] for n in nexts]
+            assert titles == ["Story 41", "Story 41"]
+            await breaking(services, 42)  # once: what each client gets next is the next event, not the first again
+            assert await relay(services.engine, services.redis, [BREAKING_TOPIC]) == 1
+            after = [(await asyncio.wait_for(anext(s), 10))["payload"]["data"]["breakingNews"]["title"]
+                     for s in streams]  # fmt: skip
+            assert after == ["Story 42", "Story 42"]
+            for stream in streams:
+                await stream.aclose()
+    finally:
+        await first.close()
+        await second.close()
