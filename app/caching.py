@@ -37,7 +37,7 @@ class SingleFlightCache:
     def __init__(self, redis: Redis, prefix: str = "newsagg:cache:") -> None:
         self._redis = redis
         self._prefix = prefix
-        self._inflight: dict[str, asyncio.Future[str]] = {}
+        self._inflight: dict[str, asyncio.Task[str]] = {}
         self.stats = CacheStats()
 
     async def get(self, key: str) -> str | None:
@@ -54,22 +54,19 @@ class SingleFlightCache:
             self.stats.hits += 1
             return cached
         self.stats.misses += 1
-        running = self._inflight.get(key)
-        if running is not None:
-            return await asyncio.shield(running)
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
-        try:
-            value = await self._elect(key, ttl_s, compute)
-        except BaseException as error:
-            future.set_exception(error)
-            future.exception()  # retrieved: no "never retrieved" warning when nobody else waited
-            raise
-        else:
-            future.set_result(value)
-            return value
-        finally:
+        task = self._inflight.get(key)
+        if task is None:
+            # its own task: a caller that goes away (a client disconnecting) does not cancel it for the others
+            task = asyncio.create_task(self._elect(key, ttl_s, compute), name=f"cache:{key}")
+            self._inflight[key] = task
+            task.add_done_callback(lambda done: self._finished(key, done))
+        return await asyncio.shield(task)
+
+    def _finished(self, key: str, task: asyncio.Task[str]) -> None:
+        if self._inflight.get(key) is task:
             del self._inflight[key]
+        if not task.cancelled():
+            task.exception()  # retrieved: no "never retrieved" warning when every caller went away
 
     async def _elect(self, key: str, ttl_s: float, compute: Callable[[], Awaitable[str]]) -> str:
         lock, token = self._prefix + key + ":lock", uuid.uuid4().hex
@@ -78,20 +75,26 @@ class SingleFlightCache:
         except (RedisError, OSError) as error:
             self._failed(error)
             return await self._compute(compute)
-        if not elected:
-            deadline = time.monotonic() + LOCK_MS / 1000
-            while time.monotonic() < deadline:
-                await asyncio.sleep(POLL_S)
-                value = await self.get(key)
-                if value is not None:
-                    return value
-        value = await self._compute(compute)
-        await self.put(key, value, ttl_s)
         if elected:
             try:
-                await _release(self._redis, lock, token)
-            except (RedisError, OSError) as error:
-                self._failed(error)
+                value = await self.get(key)  # another computer may have stored it between our read and the lock
+                if value is None:
+                    value = await self._compute(compute)
+                    await self.put(key, value, ttl_s)
+                return value
+            finally:
+                try:
+                    await _release(self._redis, lock, token)
+                except (RedisError, OSError) as error:
+                    self._failed(error)
+        deadline = time.monotonic() + LOCK_MS / 1000
+        while time.monotonic() < deadline:
+            await asyncio.sleep(POLL_S)
+            value = await self.get(key)
+            if value is not None:
+                return value
+        value = await self._compute(compute)  # the computer died or is very slow: do not wait forever
+        await self.put(key, value, ttl_s)
         return value
 
     async def _compute(self, compute: Callable[[], Awaitable[str]]) -> str:

@@ -103,3 +103,16 @@ async def test_with_redis_unreachable_the_value_is_computed_and_served(concurren
     assert values == ["ranking"] * concurrent
     assert cache.stats.computed == 1  # concurrent callers in one process still share one computation
     assert cache.stats.errors >= 1
+
+
+async def test_a_caller_going_away_does_not_cancel_the_computation_for_the_others(services: Services) -> None:
+    cache = SingleFlightCache(services.redis)
+    compute = Computation([cache], 2)
+    first = asyncio.ensure_future(cache.get_or_compute("feed:1", 30, compute))
+    second = asyncio.ensure_future(cache.get_or_compute("feed:1", 30, compute))
+    while cache.stats.misses < 2:  # noqa: ASYNC110 (no event to await)
+        await asyncio.sleep(0.001)
+    first.cancel()  # the client that started it disconnected
+    assert await asyncio.wait_for(second, 10) == "ranking"
+    assert compute.calls == 1
+    assert await cache.get("feed:1") == "ranking"  # stored for the next caller too

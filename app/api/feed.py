@@ -19,6 +19,7 @@ from app.api.context import Info
 from app.api.errors import BadRequest, bad_cursor
 from app.api.filters import language_codes
 from app.api.relay import after_time_key, build_connection, decode_cursor, encode_cursor, page_size
+from app.api.response_cache import limit_max_age
 from app.api.types.article import ArticleNode
 from app.api.types.enums import TopicEnum
 from app.api.types.story import StoryNode
@@ -111,9 +112,16 @@ async def _snapshot(info: Info, scope: feeds.FeedScope, after: str | None) -> tu
     return found, offset
 
 
+PAGE_MIN_SECONDS = 5.0  # the rows of a page of an older ranking (walking a feed's pages) are reused this long
+NEWEST_SECONDS = 15.0  # a newest-first list is reused this long
+
+
 async def _page(info: Info, snapshot: feeds.Snapshot, offset: int, size: int) -> FeedConnection:
     items = snapshot.items[offset : offset + size]
-    await _prime(info, snapshot, offset, items)
+    age = (datetime.now(UTC) - snapshot.ranked_at).total_seconds()
+    fresh_for = max(info.context.services.settings.feed_cache_seconds - age, PAGE_MIN_SECONDS)
+    limit_max_age(info.context, fresh_for)
+    await _prime(info, snapshot, offset, items, fresh_for)
     found = await info.context.loaders.story_by_id.load_many([i.story_id for i in items])
     listed = {i.story_id for i in snapshot.items}
     edges = []
@@ -142,7 +150,7 @@ def _signals(item: feeds.Item) -> RankingSignals:
                           breaking_boost=s.breaking_boost, read_penalty=s.read_penalty, score=s.score)  # fmt: skip
 
 
-async def _prime(info: Info, snapshot: feeds.Snapshot, offset: int, items: list[feeds.Item]) -> None:
+async def _prime(info: Info, snapshot: feeds.Snapshot, offset: int, items: list[feeds.Item], ttl_s: float) -> None:
     """The page's stories, lead articles and their sources, from the page cache (filled on a miss)."""
     services, loaders = info.context.services, info.context.loaders
 
@@ -160,7 +168,7 @@ async def _prime(info: Info, snapshot: feeds.Snapshot, offset: int, items: list[
         }, separators=(",", ":"))  # fmt: skip
 
     key = f"feed-page:{snapshot.id}:{offset}:{len(items)}"
-    cached = json.loads(await services.cache.get_or_compute(key, services.settings.feed_cache_seconds, hydrate))
+    cached = json.loads(await services.cache.get_or_compute(key, ttl_s, hydrate))
     loaders.story_by_id.prime_many({requested: rows.load(StoryCluster, s) for requested, s in cached["stories"]})
     loaders.article_by_id.prime_many({a["id"]: rows.load(Article, a) for a in cached["articles"]})
     loaders.source_by_id.prime_many({s["id"]: rows.load(Source, s) for s in cached["sources"]})
@@ -200,6 +208,7 @@ async def _newest(info: Info, topic: str, languages: tuple[str, ...], size: int,
     """Newest first, keyed on when each story appeared (a key that never changes, so pages never shift)."""
     kind = f"{CURSOR}-new:{topic}:{','.join(languages)}"
     key = after_time_key(kind, after)
+    limit_max_age(info.context, NEWEST_SECONDS)
     async with info.context.services.db() as session:
         found = await repository.newest_stories(session, limit=size + 1, after=key, topic=topic, languages=languages)
     edges = [FeedEdge(cursor=encode_cursor(kind, [s.first_seen_at.isoformat(), s.id]),

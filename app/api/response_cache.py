@@ -1,7 +1,8 @@
 """Whole responses of feed queries, cached in Redis: a repeated feed page skips execution entirely.
 
-A query is cached only when every root field is a feed (`feed`, `topicFeed`, `trending`, `breaking`, or
-`__typename`), for the shortest of their lifetimes. The key is the document, the operation, the variables and,
+A query is cached only when every root field is a feed (`feed`, `topicFeed`, or `__typename`), no longer than
+the feed's own cache and no longer than its resolvers say (`limit_max_age`: a page of a ranking computed 50 s ago
+is good for 10 s more), so the caches never stack. The key is the document, the operation, the variables and,
 when `feed` is asked, the reader and their feed version: a change of interests, follows, mutes or languages moves
 the reader to new keys at once, and no reader is ever served another's page. Answers with errors are not kept.
 """
@@ -24,9 +25,17 @@ from graphql import FieldNode, OperationDefinitionNode, OperationType
 PERSONAL = "feed"
 
 
-def lifetimes(feed_seconds: float, trending_seconds: float) -> dict[str, float]:
-    return {"feed": feed_seconds, "topicFeed": feed_seconds, "trending": trending_seconds,
-            "breaking": trending_seconds, "__typename": float("inf")}  # fmt: skip
+MAX_AGE = "max_age"
+
+
+def lifetimes(feed_seconds: float) -> dict[str, float]:
+    """How long each cacheable root field may be reused at most (`__typename` goes with anything)."""
+    return {"feed": feed_seconds, "topicFeed": feed_seconds, "__typename": float("inf")}
+
+
+def limit_max_age(context: Context, seconds: float) -> None:
+    """A resolver's hint: what it returned is good for `seconds` more at most (the answer is cached no longer)."""
+    context.extra[MAX_AGE] = min(context.extra.get(MAX_AGE, float("inf")), seconds)
 
 
 class ResponseCache(SchemaExtension):
@@ -50,7 +59,8 @@ class ResponseCache(SchemaExtension):
             return
         yield
         result = context.result
-        if isinstance(result, GraphQLExecutionResult) and not result.errors and result.data is not None:
+        ttl = min(ttl, app.extra.get(MAX_AGE, ttl))
+        if isinstance(result, GraphQLExecutionResult) and not result.errors and result.data is not None and ttl > 0:
             await cache.put(key, json.dumps(result.data, separators=(",", ":")), ttl)
 
     async def _key(self, app: Context, fields: list[str]) -> str:

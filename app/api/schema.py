@@ -37,7 +37,6 @@ from app.api.queries import Query
 from app.api.response_cache import ResponseCache, lifetimes
 from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
-from app.api.trending import CACHE_SECONDS as TRENDING_CACHE_SECONDS
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import BreakingEvent
 from app.api.types.source import SourceNode
@@ -125,7 +124,7 @@ def _extensions(settings: Settings) -> list[Any]:
         *QueryDepthLimiter(max_depth=settings.query_max_depth).validation_rules,
         *MaxAliasesLimiter(max_alias_count=settings.query_max_aliases).validation_rules,
     ]
-    ttl_by_field = lifetimes(settings.feed_cache_seconds, TRENDING_CACHE_SECONDS)
+    ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),

@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -118,29 +119,54 @@ async def current(services: Services, scope: FeedScope, now: datetime) -> Snapsh
     version = await feed_version(services, scope.user_id)
 
     async def compute() -> str:
-        snapshot = await build(services, scope, now)
-        raw = snapshot.dumps()
+        ranked = await build(services, scope, now)
+        _remember(ranked)
         try:
             ttl = int(services.settings.feed_snapshot_minutes * 60)
-            await services.redis.set(SNAPSHOT_PREFIX + snapshot.id, raw, ex=max(ttl, 1))
+            await services.redis.set(SNAPSHOT_PREFIX + ranked.id, ranked.dumps(), ex=max(ttl, 1))
         except (RedisError, OSError) as error:
             log.warning("feed: snapshot not stored, its cursors will not resolve: %s", error)
-        return raw
+        return ranked.id
 
-    if version < 0:
-        return Snapshot.loads(await compute())
+    if version < 0:  # Redis is down: rank afresh, uncached
+        return _PARSED[await compute()]
     key = f"feed:{version}:{scope.key}"
-    return Snapshot.loads(await services.cache.get_or_compute(key, services.settings.feed_cache_seconds, compute))
+    return await snapshot(services, await services.cache.get_or_compute(key, services.settings.feed_cache_seconds,
+                                                                        compute))  # fmt: skip
+
+
+# Snapshots never change once ranked, so each process keeps the latest it has parsed (a 500-story ranking is ~40 KB
+# of JSON: parsing it on every page would cost more than serving the page).
+_PARSED: OrderedDict[str, Snapshot] = OrderedDict()
+PARSED_SNAPSHOTS = 256
+
+
+def _remember(ranked: Snapshot) -> None:
+    _PARSED[ranked.id] = ranked
+    _PARSED.move_to_end(ranked.id)
+    while len(_PARSED) > PARSED_SNAPSHOTS:
+        _PARSED.popitem(last=False)
+
+
+def forget_snapshots() -> None:
+    """Drops this process's parsed snapshots (they are re-read from Redis, where they expire)."""
+    _PARSED.clear()
 
 
 async def snapshot(services: Services, snapshot_id: str) -> Snapshot:
+    known = _PARSED.get(snapshot_id)
+    lifetime = timedelta(minutes=services.settings.feed_snapshot_minutes)
+    if known is not None and datetime.now(UTC) - known.ranked_at < lifetime:
+        return known
     try:
         raw = await services.redis.get(SNAPSHOT_PREFIX + snapshot_id)
     except (RedisError, OSError) as error:
         raise SnapshotMissing(snapshot_id) from error
     if raw is None:
         raise SnapshotMissing(snapshot_id)
-    return Snapshot.loads(raw.decode() if isinstance(raw, bytes) else raw)
+    found = Snapshot.loads(raw.decode() if isinstance(raw, bytes) else raw)
+    _remember(found)
+    return found
 
 
 async def build(services: Services, scope: FeedScope, now: datetime) -> Snapshot:
