@@ -63,6 +63,16 @@ class Settings(BaseSettings):
     )
     session_days: float = Field(default=30, description="A sign-in token expires this many days after it was issued.")
 
+    # --- feeds (DESIGN §4 ranking) ------------------------------------------------------------------------
+    feed_window_hours: float = Field(default=72, description="Feeds rank stories updated within this many hours.")
+    feed_candidates: int = Field(default=500, description="Stories the ranker orders for one feed (its length).")
+    feed_cache_seconds: float = Field(
+        default=60, description="A ranked feed is reused this long (a reader's change of interests starts afresh)."
+    )
+    feed_snapshot_minutes: float = Field(
+        default=30, description="How long a feed's cursors stay valid: pages come from the ranking they began on."
+    )
+
     # --- crawl scheduling (DESIGN §4) ---------------------------------------------------------------------
     crawl_tick_seconds: int = Field(default=15, ge=1, le=60, description="How often due sources are claimed.")
     crawl_batch_size: int = Field(default=100, description="Sources claimed per tick.")

@@ -6,7 +6,9 @@ import strawberry
 from strawberry import relay
 
 from app.api import auth
+from app.api import feed as feeds
 from app.api.context import Info
+from app.api.feed import FeedConnection
 from app.api.filters import language_codes, topic_values
 from app.api.relay import after_id_key, after_time_key, build_connection, id_of, page_size, resolve_global_id
 from app.api.trending import TrendingStory, trending_stories
@@ -138,6 +140,21 @@ class Query:
     @strawberry.field(description="One story by global id (a merged story's id leads to the story it joined).")
     async def story(self, info: Info, id: relay.GlobalID) -> StoryNode | None:
         return await resolve_global_id(info, id, StoryNode)
+
+    feed: FeedConnection = strawberry.field(
+        resolver=feeds.feed,
+        description="Stories ranked for you when signed in (your interests, follows, mutes and languages), for "
+        "everyone otherwise (trending and coverage). At most 2 stories from one source in the top 20. Pages come "
+        "from one ranking: walking them never repeats or skips a story while news arrives. `languages` (ISO 639-1) "
+        "overrides your preferred languages.",
+    )
+    topic_feed: FeedConnection = strawberry.field(
+        resolver=feeds.topic_feed,
+        description="Stories about one topic, the same for everyone: ranked (RELEVANCE) or newest first (FRESHNESS).",
+    )
+    breaking: relay.Connection[StoryNode] = strawberry.field(
+        resolver=feeds.breaking, description="Stories breaking now, the most recent to break first."
+    )
 
     @strawberry.field(description="The signed-in account, or null for an anonymous caller.")
     async def viewer(self, info: Info) -> Viewer | None:
