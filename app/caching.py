@@ -39,6 +39,7 @@ class SingleFlightCache:
         self._prefix = prefix
         self._inflight: dict[str, asyncio.Task[str]] = {}
         self.stats = CacheStats()
+        self._versioned = redis.register_script(_VERSIONED)  # EVALSHA: the script is sent once
 
     async def get(self, key: str) -> str | None:
         try:
@@ -101,6 +102,15 @@ class SingleFlightCache:
         self.stats.computed += 1
         return await compute()
 
+    async def get_versioned(self, version_key: str, key: str) -> tuple[int, str | None]:
+        """In one round trip: the counter at `version_key` (0 when unset) and the value cached at `key:<counter>`."""
+        try:
+            version, value = await self._versioned(keys=[version_key], args=[self._prefix + key])
+        except (RedisError, OSError) as error:
+            self._failed(error)
+            return -1, None
+        return int(version), value.decode() if isinstance(value, bytes) else value
+
     async def put(self, key: str, value: str, ttl_s: float) -> None:
         try:
             await self._redis.set(self._prefix + key, value, px=max(int(ttl_s * 1000), 1))
@@ -118,6 +128,7 @@ class SingleFlightCache:
         log.warning("cache: Redis unavailable, serving uncached: %s", error)
 
 
+_VERSIONED = "local v = redis.call('get', KEYS[1]) or '0' return {v, redis.call('get', ARGV[1] .. ':' .. v)}"
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 
 

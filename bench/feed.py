@@ -8,7 +8,9 @@ mutes, preferred languages, read history and a session token each. `newsagg api`
 - uncached: the first feed page of readers whose ranking is not cached, one request at a time (p50/p95);
 - cached: `--connections` connections (default 64), each a signed-in reader asking for their first feed page
   again and again for `--seconds`, latency p50/p99 and requests/s;
-- baseline: the same connections asking `{ __typename }`; the ratio is cached-feed requests/s over baseline's.
+- baseline: the same connections asking `{ __typename }`; the ratio is cached-feed requests/s over baseline's;
+- steady: the same 64 connections at `--load` (default half) of the cached capacity just measured, paced (open
+  loop), so latency is measured under load rather than in the queue of a saturated server.
 
     python -m bench.feed [--stories 10000] [--users 1000] [--connections 64] [--seconds 10]
 
@@ -182,6 +184,29 @@ async def load(port: int, requests: list[bytes], seconds: float) -> tuple[list[f
     return latencies, len(latencies) / elapsed
 
 
+async def paced(port: int, requests: list[bytes], rate: float, seconds: float) -> list[float]:
+    """Open-loop load: `rate` requests/s in all, spread evenly over the connections; latencies (ms)."""
+    clients = [Client(port) for _ in requests]
+    await asyncio.gather(*(c.open() for c in clients))
+    latencies: list[float] = []
+    interval = len(requests) / rate
+    start = time.perf_counter()
+
+    async def run(index: int, client: Client, body: bytes) -> None:
+        due = start + interval * index / len(requests)
+        while due < start + seconds:
+            await asyncio.sleep(max(due - time.perf_counter(), 0))
+            sent = time.perf_counter()
+            await client.post(body)
+            latencies.append((time.perf_counter() - sent) * 1000)
+            due += interval
+
+    await asyncio.gather(*(run(i, c, b) for i, (c, b) in enumerate(zip(clients, requests, strict=True))))
+    for c in clients:
+        c.close()
+    return latencies
+
+
 def quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
@@ -196,8 +221,8 @@ def free_port() -> int:
 
 async def serve(database_url: str, port: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": REDIS_URL, "NEWSAGG_GRAPHIQL": "false"}
-    process = subprocess.Popen(  # noqa: ASYNC220 (started once, before any measuring)[sys.executable, "-m", "app", "--log-level", "WARNING", "api", "--port", str(port)],
-                               env=env, cwd=ROOT)  # fmt: skip
+    command = [sys.executable, "-m", "app", "--log-level", "WARNING", "api", "--port", str(port)]
+    process = subprocess.Popen(command, env=env, cwd=ROOT)  # noqa: ASYNC220 (once, before any measuring)
     for _ in range(300):
         if process.poll() is not None:
             break
@@ -267,6 +292,8 @@ async def measure(port: int, tokens: list[str], args: argparse.Namespace) -> dic
     trivial_latency = [x for lat, _ in rounds["trivial"] for x in lat]
     feed_rps = statistics.median(r for _, r in rounds["feed"])
     trivial_rps = statistics.median(r for _, r in rounds["trivial"])
+    steady_rate = round(feed_rps * args.load)
+    steady = await paced(port, feeds, steady_rate, args.seconds)
     return {
         "connections": args.connections,
         "uncached_p50_ms": quantile(uncached, 0.5),
@@ -278,6 +305,9 @@ async def measure(port: int, tokens: list[str], args: argparse.Namespace) -> dic
         "typename_p99_ms": quantile(trivial_latency, 0.99),
         "typename_rps": round(trivial_rps, 1),
         "ratio_cached_to_typename": round(feed_rps / trivial_rps, 3),
+        "steady_rps": steady_rate,
+        "steady_cached_p50_ms": quantile(steady, 0.5),
+        "steady_cached_p99_ms": quantile(steady, 0.99),
     }
 
 
@@ -289,4 +319,5 @@ if __name__ == "__main__":
     parser.add_argument("--uncached", type=int, default=200, help="readers whose first page is measured uncached")
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--load", type=float, default=0.5, help="steady load, as a share of the cached capacity")
     print(json.dumps(asyncio.run(main(parser.parse_args()))))

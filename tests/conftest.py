@@ -90,6 +90,7 @@ def settings(database_url: str, server_urls: tuple[str, str], tmp_path_factory: 
         worker_poll_delay_seconds=0.01,
         politeness_requests_per_second=1000.0,  # tests/test_politeness.py checks the real rate
         crawl_retry_delays_seconds=[0.05, 0.05, 0.05],
+        auth_cache_seconds=0,  # tests change accounts in the database directly; tests/test_access.py covers the cache
     )
 
 

@@ -4,11 +4,17 @@ unchecked."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+import httpx
+from sqlalchemy import func, update
+
+from app.api.asgi import create_app
 from app.api.schema import build_schema
 from app.services import Services
 from app.settings import Settings
+from app.users.models import UserSession
 from tests.conftest import GraphQLClient, document
 from tests.newsroom import StorySpec, add_source, add_story, global_id
 from tests.test_accounts import sign_up
@@ -94,3 +100,27 @@ async def _world(services: Services, settings: Settings) -> dict[str, Any]:
     outlet = await add_source(services, settings, "outlet")
     _, articles = await add_story(services, StorySpec("Only story", [outlet], topics=["sports"]))
     return {"source": global_id("Source", outlet), "article": global_id("Article", articles[0])}
+
+
+async def test_checked_credentials_are_reused_briefly_and_forgotten_on_sign_out(
+    services: Services, settings: Settings
+) -> None:
+    caching = dataclasses.replace(services, settings=settings.model_copy(update={"auth_cache_seconds": 300}))
+    app = create_app(caching.settings, caching)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as http:
+
+        async def ask(query: str, token: str) -> dict[str, Any]:
+            response = await http.post("/graphql", json={"query": query},
+                                       headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+            body: dict[str, Any] = response.json()
+            return body
+
+        signed = await ask('mutation { signUp(input: {email: "c@example.com", password: "correct horse battery"}) '
+                           "{ token } }", "")  # fmt: skip
+        token = signed["data"]["signUp"]["token"]
+        assert (await ask("{ viewer { email } }", token))["data"]["viewer"] == {"email": "c@example.com"}
+        async with services.db.begin() as session:  # revoked behind this process's back
+            await session.execute(update(UserSession).values(revoked_at=func.now()))
+        assert (await ask("{ viewer { email } }", token))["data"]["viewer"] is not None  # still within its seconds
+        await ask("mutation { logOut { revoked } }", token)
+        assert (await ask("{ viewer { email } }", token))["data"]["viewer"] is None  # forgotten at once

@@ -18,6 +18,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from app.api.context import Context
 from app.api.limits import BodySizeLimit
 from app.api.queue import JobQueue
+from app.api.response_cache import encode_response
 from app.api.schema import build_schema
 from app.api.websocket import NewsaggTransportWSHandler
 from app.api.websub import websub_routes
@@ -47,6 +48,9 @@ class NewsaggGraphQL(GraphQL[Context, None]):
         )
         self._services = services_ref
         self._queue = queue
+
+    def encode_json(self, data: object) -> str | bytes:
+        return encode_response(data) or super().encode_json(data)
 
     async def get_context(self, request: Any, response: Any = None) -> Context:
         return Context.create(self._services["services"], self._queue, request, response)

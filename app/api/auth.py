@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from app.api.context import Context, Info
 from app.api.errors import BadRequest
 from app.sources.service import SourceErrorCode, SourceRejected
 from app.users.models import User
-from app.users.service import authenticate
+from app.users.service import authenticate, digest
 
 _VIEWER = "viewer"
 
@@ -37,13 +38,46 @@ async def viewer(info: Info) -> User | None:
     return await viewer_of(info.context)
 
 
+class Credentials:
+    """Bearer credentials this process resolved recently (token digest -> user, or None for a refused one), kept
+    `NEWSAGG_AUTH_CACHE_SECONDS`: a feed page served from cache then costs no database round trip. Signing out and
+    revoking a key here forget them all at once; elsewhere a revocation takes effect within that many seconds."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[float, User | None]] = {}
+
+    def get(self, token: str, ttl_s: float) -> tuple[bool, User | None]:
+        found = self._seen.get(digest(token))
+        if found is None or time.monotonic() - found[0] >= ttl_s:
+            return False, None
+        return True, found[1]
+
+    def put(self, token: str, user: User | None) -> None:
+        if len(self._seen) >= self.LIMIT:
+            self._seen.clear()
+        self._seen[digest(token)] = (time.monotonic(), user)
+
+    def forget_all(self) -> None:
+        self._seen.clear()
+
+
+CREDENTIALS = Credentials()
+
+
 async def viewer_of(context: Context) -> User | None:
     if _VIEWER not in context.extra:
         token = bearer(context)
         user = None
         if token:
-            async with context.services.db.begin() as session:
-                user = await authenticate(session, token)
+            ttl = context.services.settings.auth_cache_seconds
+            known, user = CREDENTIALS.get(token, ttl) if ttl > 0 else (False, None)
+            if not known:
+                async with context.services.db.begin() as session:
+                    user = await authenticate(session, token)
+                if ttl > 0:
+                    CREDENTIALS.put(token, user)
         context.extra[_VIEWER] = user
     found: User | None = context.extra[_VIEWER]
     return found

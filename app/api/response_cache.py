@@ -15,11 +15,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from graphql.execution import ExecutionResult as GraphQLExecutionResult
+from starlette.requests import Request
 from strawberry.extensions import SchemaExtension
 
 from app.api import auth
 from app.api.context import Context
-from app.feed.service import feed_version
+from app.users.interests import feed_version_key
 from graphql import FieldNode, OperationDefinitionNode, OperationType
 
 PERSONAL = "feed"
@@ -38,6 +39,22 @@ def limit_max_age(context: Context, seconds: float) -> None:
     context.extra[MAX_AGE] = min(context.extra.get(MAX_AGE, float("inf")), seconds)
 
 
+class CachedData(dict[str, Any]):
+    """A cached answer's `data`, still as the JSON text it was stored as: the HTTP view writes it out as it is
+    (`NewsaggGraphQL.encode_json`) instead of parsing it only to encode it again. Only HTTP answers are cached."""
+
+    def __init__(self, raw: str) -> None:
+        super().__init__()
+        self.raw = raw
+
+
+def encode_response(data: object) -> str | None:
+    """The response body for an answer served from this cache; None for any other answer."""
+    if isinstance(data, dict) and len(data) == 1 and isinstance(cached := data.get("data"), CachedData):
+        return '{"data":' + cached.raw + "}"
+    return None
+
+
 class ResponseCache(SchemaExtension):
     def __init__(self, *, ttl_by_field: dict[str, float]) -> None:
         self.ttl_by_field = ttl_by_field
@@ -47,14 +64,18 @@ class ResponseCache(SchemaExtension):
         fields = _root_fields(context.graphql_document, context.operation_name)
         ttl = min((self.ttl_by_field.get(f, 0.0) for f in fields or ["-"]), default=0.0)
         app: Context | None = context.context if isinstance(context.context, Context) else None
-        if app is None or not fields or not 0 < ttl < float("inf"):
+        if app is None or not fields or not 0 < ttl < float("inf") or not isinstance(app.request, Request):
             yield
             return
-        key = await self._key(app, fields)
+        key, version_key = await self._key(app, fields)
         cache = app.services.cache
-        cached = await cache.get(key)
+        if version_key is None:
+            cached = await cache.get(key)
+        else:  # one round trip: the reader's feed version, and their page under it
+            version, cached = await cache.get_versioned(version_key, key)
+            key = f"{key}:{version}"
         if cached is not None:
-            context.result = GraphQLExecutionResult(data=json.loads(cached))
+            context.result = GraphQLExecutionResult(data=CachedData(cached))
             yield
             return
         yield
@@ -63,16 +84,17 @@ class ResponseCache(SchemaExtension):
         if isinstance(result, GraphQLExecutionResult) and not result.errors and result.data is not None and ttl > 0:
             await cache.put(key, json.dumps(result.data, separators=(",", ":")), ttl)
 
-    async def _key(self, app: Context, fields: list[str]) -> str:
+    async def _key(self, app: Context, fields: list[str]) -> tuple[str, str | None]:
+        """The key (without the reader's feed version) and, for a signed-in reader's feed, their version's key."""
         context = self.execution_context
-        scope = "public"
+        scope, version_key = "public", None
         if PERSONAL in fields:
             user = await auth.viewer_of(app)
             if user is not None:
-                scope = f"user:{user.id}:{await feed_version(app.services, user.id)}"
+                scope, version_key = f"user:{user.id}", feed_version_key(user.id)
         raw = json.dumps([context.query, context.operation_name, context.variables, scope], sort_keys=True,
                          default=str)  # fmt: skip
-        return "response:" + hashlib.sha256(raw.encode()).hexdigest()
+        return "response:" + hashlib.sha256(raw.encode()).hexdigest(), version_key
 
 
 def _root_fields(document: Any, operation_name: str | None) -> list[str] | None:

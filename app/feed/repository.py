@@ -15,18 +15,23 @@ from app.users.models import SourceFollow, SourceMute
 # A cheap first cut in SQL, shaped like the ranking (freshness, coverage, breaking, the reader's topics), so the
 # few hundred stories the ranker sees are the ones it would rank highest.
 _CANDIDATES = """
-    SELECT s.id, s.title, s.topics, s.topic_counts, s.source_ids, s.source_count, s.last_updated_at, s.is_breaking,
-           a.source_id AS lead_source_id, coalesce(src.authority, 0.5) AS authority
-    FROM story_clusters s
-    LEFT JOIN articles a ON a.id = s.representative_article_id
+    WITH best AS (
+        SELECT s.id, s.title, s.topics, s.topic_counts, s.source_ids, s.source_count, s.last_updated_at,
+               s.is_breaking, s.representative_article_id
+        FROM story_clusters s
+        WHERE s.merged_into_id IS NULL AND s.last_updated_at >= :since {filters}
+        ORDER BY 0.25 * exp(-0.1 * greatest(CAST(extract(epoch FROM (:now - s.last_updated_at)) AS float8) / 3600, 0))
+                 + 0.12 * least(s.source_count, 5) / 5.0
+                 + CASE WHEN s.is_breaking THEN 0.2 ELSE 0 END
+                 + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN 0.35 ELSE 0 END DESC,
+                 s.id DESC
+        LIMIT :limit
+    )
+    SELECT best.*, a.source_id AS lead_source_id, coalesce(src.authority, 0.5) AS authority
+    FROM best
+    LEFT JOIN articles a ON a.id = best.representative_article_id
     LEFT JOIN sources src ON src.id = a.source_id
-    WHERE s.merged_into_id IS NULL AND s.last_updated_at >= :since {filters}
-    ORDER BY 0.25 * exp(-0.1 * greatest(extract(epoch FROM (:now - s.last_updated_at)) / 3600, 0))
-             + 0.12 * least(s.source_count, 5) / 5.0
-             + CASE WHEN s.is_breaking THEN 0.2 ELSE 0 END
-             + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN 0.35 ELSE 0 END DESC,
-             s.id DESC
-    LIMIT :limit
+    ORDER BY best.id DESC
 """
 
 

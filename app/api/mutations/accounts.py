@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import strawberry
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.api.auth import bearer, require_viewer
+from app.api.auth import CREDENTIALS, bearer, require_viewer
 from app.api.context import Info
 from app.api.errors import bad_argument
 from app.api.types.viewer import ApiKeyInfo, Viewer
@@ -91,7 +91,9 @@ async def log_out_resolver(info: Info, everywhere: bool = False) -> LogOutPayloa
     if not token:
         return LogOutPayload(revoked=0)
     async with info.context.services.db.begin() as session:
-        return LogOutPayload(revoked=await log_out(session, token, everywhere=everywhere))
+        revoked = await log_out(session, token, everywhere=everywhere)
+    CREDENTIALS.forget_all()
+    return LogOutPayload(revoked=revoked)
 
 
 async def api_key_create_resolver(info: Info, name: str) -> ApiKeyPayload:
@@ -115,4 +117,5 @@ async def api_key_revoke_resolver(info: Info, id: strawberry.ID) -> ApiKeyPayloa
             revoked = ApiKeyInfo.from_model(key)
     except AccountRejected as error:
         return ApiKeyPayload(key=None, api_key=None, errors=refused(error))
+    CREDENTIALS.forget_all()
     return ApiKeyPayload(key=None, api_key=revoked, errors=[])
