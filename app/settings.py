@@ -63,7 +63,9 @@ class Settings(BaseSettings):
     )
     session_days: float = Field(default=30, description="A sign-in token expires this many days after it was issued.")
     auth_cache_seconds: float = Field(
-        default=5, ge=0, description="An API process reuses a checked token or key this long (0: check every request); "
+        default=5,
+        ge=0,
+        description="An API process reuses a checked token or key this long (0: check every request); "
         "signing out or revoking a key takes effect at once on the process that did it, within this on the others.",
     )
 

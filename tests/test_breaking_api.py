@@ -10,8 +10,13 @@ from typing import Any
 from app.outbox.models import OutboxEvent
 from app.outbox.relay import relay
 from app.services import Services
+from app.settings import Settings
 from app.stories.velocity import BREAKING_TOPIC
-from tests.conftest import GraphQLClient, document, subscribe_ws
+from tests.conftest import GraphQLClient, document, subscribe_ws, until_listening
+from tests.newsroom import StorySpec, add_source, add_story
+from tests.test_api import count_queries
+
+SUBSCRIBERS = 8
 
 
 async def breaking(services: Services, story_id: int, topics: list[str], languages: list[str]) -> None:
@@ -54,3 +59,21 @@ async def test_the_subscription_delivers_what_matches_its_filters(api_url: str, 
     missed = (await gql.run("BreakingEvents", first=10, after=event["cursor"]))["breakingEvents"]
     assert [e["node"]["title"] for e in missed["edges"]] == ["Story 13"]
     assert json.dumps(missed)  # plain JSON all the way
+
+
+async def test_one_event_to_many_subscribers_loads_the_story_once(api_url: str, services: Services,
+                                                                  settings: Settings) -> None:  # fmt: skip
+    outlets = [await add_source(services, settings, f"outlet{i}") for i in range(5)]
+    story_id, _ = await add_story(services, StorySpec("Dam bursts upstream", outlets, breaking=True))
+    streams = [subscribe_ws(api_url, document("BreakingNews"), {}) for _ in range(SUBSCRIBERS)]
+    received = [asyncio.ensure_future(anext(s)) for s in streams]
+    await until_listening(services, BREAKING_TOPIC, count=SUBSCRIBERS)
+    await breaking(services, story_id, ["world"], ["en"])
+    with count_queries(services) as statements:
+        await relay(services.engine, services.redis, [BREAKING_TOPIC])
+        frames = await asyncio.wait_for(asyncio.gather(*received), 10)
+    stories = [f["payload"]["data"]["breakingNews"]["story"] for f in frames]
+    assert all(s is not None and s["representative"]["url"] for s in stories)
+    assert len(statements) <= 6  # the relay's own, then one per hop for all subscribers together
+    for stream in streams:
+        await stream.aclose()

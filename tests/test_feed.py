@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
-
-from sqlalchemy import event
 
 from app.feed.service import forget_snapshots
 from app.services import Services
@@ -18,6 +14,7 @@ from app.settings import Settings
 from tests.conftest import GraphQLClient, document
 from tests.newsroom import StorySpec, add_source, add_story, global_id
 from tests.test_accounts import sign_up
+from tests.test_api import count_queries
 
 
 async def walk(gql: GraphQLClient, name: str = "Feed", first: int = 7, **variables: Any) -> list[dict[str, Any]]:
@@ -34,20 +31,6 @@ async def walk(gql: GraphQLClient, name: str = "Feed", first: int = 7, **variabl
 
 def titles(items: list[dict[str, Any]]) -> list[str]:
     return [item["story"]["title"] for item in items]
-
-
-@contextmanager
-def counting_sql(services: Services) -> Iterator[list[str]]:
-    statements: list[str] = []
-
-    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement)
-
-    event.listen(services.engine.sync_engine, "before_cursor_execute", count)
-    try:
-        yield statements
-    finally:
-        event.remove(services.engine.sync_engine, "before_cursor_execute", count)
 
 
 async def test_walking_the_pages_yields_every_story_once_while_news_arrives(
@@ -184,7 +167,7 @@ async def test_a_cached_page_runs_no_sql_and_concurrent_misses_rank_once(
     pages = await asyncio.gather(*(gql.run("Feed", first=20) for _ in range(40)))
     assert services.cache.stats.computed - before == 2  # one ranking, one page of rows
     assert all(p == pages[0] for p in pages)
-    with counting_sql(services) as statements:
+    with count_queries(services) as statements:
         again = await gql.run("Feed", first=20)
     assert statements == []
     assert again == pages[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from typing import Any
 
 import strawberry
 from strawberry import relay
@@ -10,6 +11,7 @@ from strawberry import relay
 from app.api.context import Info
 from app.api.errors import BadRequest
 from app.api.filters import language_codes, topic_values
+from app.api.loaders import Loaders
 from app.api.relay import id_of
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import BreakingEvent
@@ -17,7 +19,20 @@ from app.api.types.enums import TopicEnum
 from app.api.types.story_update import StoryUpdate, current_story, follow_story
 from app.articles import repository as articles
 from app.ingest.events import ARTICLES_ADDED
+from app.services import Services
 from app.stories.velocity import BREAKING_TOPIC
+
+_LOADERS = "_loaders"
+
+
+def event_loaders(services: Services, event: dict[str, Any]) -> Loaders:
+    """DataLoaders shared by every subscriber of this process that receives this event (the broadcaster hands them
+    all the same object): 5,000 subscribers asking for the story and its lead article make one query per hop, not
+    5,000. They live as long as the event, so a long-lived connection's loaders never grow."""
+    loaders: Loaders | None = event.get(_LOADERS)
+    if loaders is None:
+        loaders = event[_LOADERS] = Loaders.for_request(services.db)
+    return loaders
 
 
 @strawberry.type
@@ -54,6 +69,7 @@ class Subscription:
             except (KeyError, TypeError, ValueError):
                 continue  # not an event this version understands
             if found.wanted(wanted_topics, wanted_languages):
+                info.context.loaders = event_loaders(info.context.services, event)
                 yield found
 
     @strawberry.subscription(description="Live full coverage of one story: an update each time articles join it (a "
