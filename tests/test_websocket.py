@@ -8,6 +8,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+import websockets
+
 from app.outbox.models import OutboxEvent
 from app.outbox.relay import relay
 from app.services import Services
@@ -73,6 +76,20 @@ async def test_the_server_pings_each_connection_at_its_interval(settings: Settin
             await ws.send(json.dumps({"type": "pong"}))
         await ws.send(subscribe("h", HEALTH))  # and the connection serves as before
         assert (await received(ws))["payload"]["data"] == {"health": {"ok": True}}
+
+
+async def test_a_peer_that_stops_answering_pings_is_closed(settings: Settings, services: Services) -> None:
+    quick = settings.model_copy(update={"ws_keepalive_seconds": 0.1})
+    async with serve_api(quick, services) as url, ws_connection(url) as ws:
+        await ws.send(subscribe("b", document("BreakingNews")))
+        messages = []  # never a pong: as far as the server can tell, the peer is gone
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            messages.extend([json.loads(await asyncio.wait_for(ws.recv(), 10)) for _ in range(100)])
+        assert closed.value.rcvd is not None
+        assert closed.value.rcvd.code == 4499
+    async with asyncio.timeout(10):
+        while services.broadcaster.listeners(BREAKING_TOPIC):  # noqa: ASYNC110 (its subscription ended with it)
+            await asyncio.sleep(0.01)
 
 
 async def test_two_api_processes_behind_one_redis_each_deliver_an_event_once(settings: Settings,

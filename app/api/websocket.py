@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any
 
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import ConnectionInitMessage, SubscribeMessage
 
 from app.api.errors import BadRequest
+
+PONG_INTERVALS = 2  # a peer that answers nothing for this many ping intervals is closed
 
 
 class NewsaggTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
@@ -27,10 +30,23 @@ class NewsaggTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
         if self.connection_acknowledged and self.view.keep_alive and interval and self._pinger is None:
             self._pinger = asyncio.create_task(self._ping(interval), name="graphql-ws-keepalive")
 
+    _heard_at: float = 0.0
+
+    async def handle_message(self, message: Any) -> None:
+        self._heard_at = time.monotonic()  # any message shows the peer is alive, a pong included
+        await super().handle_message(message)
+
     async def _ping(self, interval: float) -> None:
+        """Pings every `interval`; a peer silent for two intervals after a ping (no pong, nothing else) is gone
+        without a close (a dropped network, a suspended laptop): its socket is closed with 4499 and its
+        subscriptions end, rather than holding them forever."""
+        self._heard_at = time.monotonic()
         with contextlib.suppress(Exception):  # the socket is gone: the handler shuts down on its own
             while True:
                 await asyncio.sleep(interval)
+                if time.monotonic() - self._heard_at > PONG_INTERVALS * interval:
+                    await self.websocket.close(code=4499, reason="no pong: keep-alive timed out")
+                    return
                 await self.send_message({"type": "ping"})
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
