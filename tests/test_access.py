@@ -20,7 +20,8 @@ from tests.newsroom import StorySpec, add_source, add_story, global_id
 from tests.test_accounts import sign_up
 
 PUBLIC_QUERIES = {"node", "sources", "sourcesOpml", "source", "articles", "article", "stories", "story",
-                  "breakingEvents", "topicFeed", "breaking", "trending", "health", "viewer", "feed"}  # fmt: skip
+                  "breakingEvents", "topicFeed", "breaking", "trending", "search", "health", "viewer",
+                  "feed"}  # fmt: skip
 # viewer: null for nobody, and only ever the caller's own account; feed: global for nobody, personal otherwise
 PUBLIC_MUTATIONS = {"signUp", "logIn", "logOut"}  # logOut ends only the caller's own session(s)
 ADMIN_MUTATIONS = {"sourceCreate", "sourcesImport", "sourceRefresh"}

@@ -11,6 +11,8 @@ from app.api.context import Info
 from app.api.feed import FeedConnection
 from app.api.filters import language_codes, topic_values
 from app.api.relay import after_id_key, after_time_key, build_connection, id_of, page_size, resolve_global_id
+from app.api.search import SearchConnection
+from app.api.search import search as search_articles
 from app.api.trending import TrendingStory, trending_stories
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import CURSOR_KIND as BREAKING_CURSOR
@@ -154,6 +156,12 @@ class Query:
     )
     breaking: relay.Connection[StoryNode] = strawberry.field(
         resolver=feeds.breaking, description="Stories breaking now, the most recent to break first."
+    )
+
+    search: SearchConnection = strawberry.field(
+        resolver=search_articles,
+        description="Articles matching keywords (quotes for phrases, `-word` to exclude, `or`), best first or newest "
+        "first, with highlights and their story; `groupByStory` gives one hit per story. Public.",
     )
 
     @strawberry.field(description="The signed-in account, or null for an anonymous caller.")

@@ -1,0 +1,135 @@
+"""`search`: keyword search over articles (PostgreSQL full text), with highlights, filters, and one hit per story
+when asked."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+import strawberry
+from strawberry import relay
+
+from app.api.context import Info
+from app.api.errors import bad_argument, bad_cursor
+from app.api.filters import language_codes, topic_values
+from app.api.relay import decode_cursor, encode_cursor, id_of, page_size
+from app.api.types.article import ArticleNode
+from app.api.types.enums import TopicEnum
+from app.api.types.story import StoryNode
+from app.articles.models import Article
+from app.search.postgres import SearchHit, SearchQuery, SearchRejected
+from app.search.postgres import search as postgres_search
+
+CURSOR = "search"
+MAX_SOURCES = 50
+
+
+@strawberry.enum(description="Only articles published within the last day, week or month.")
+class SearchFreshness(enum.Enum):
+    DAY = 1
+    WEEK = 7
+    MONTH = 30
+
+
+@strawberry.enum(description="RELEVANCE: text match blended with freshness. DATE: newest first.")
+class SearchSort(enum.Enum):
+    RELEVANCE = "relevance"
+    DATE = "date"
+
+
+@strawberry.type(description="An article that matches, with the words found marked <mark>…</mark>.")
+class SearchHitNode:
+    article: ArticleNode
+    score: float = strawberry.field(description="0.7 x text rank (0..1) + 0.3 x freshness (half-life 48 h).")
+    title_highlight: str
+    summary_highlight: str
+    matches_in_story: int = strawberry.field(
+        description="How many articles of its story match (1 for an article not in a story); with `groupByStory`, "
+        "the story's other matches are folded into this hit."
+    )
+    story_id: strawberry.Private[int | None]
+
+    @strawberry.field(description="Its story: the card, with `sourceCount`.")
+    async def story(self, info: Info) -> StoryNode | None:
+        if self.story_id is None:
+            return None
+        row = await info.context.loaders.story_by_id.load(self.story_id)
+        return StoryNode.from_model(row) if row else None
+
+
+@strawberry.type
+class SearchEdge:
+    cursor: str
+    node: SearchHitNode
+
+
+@strawberry.type(description="One page of search results.")
+class SearchConnection:
+    edges: list[SearchEdge]
+    page_info: relay.PageInfo
+
+
+async def search(
+    info: Info,
+    query: str,
+    topics: list[TopicEnum] | None = None,  # type: ignore[valid-type]
+    sources: list[relay.GlobalID] | None = None,
+    languages: list[str] | None = None,
+    from_: Annotated[datetime | None, strawberry.argument(name="from")] = None,
+    to: datetime | None = None,
+    freshness: SearchFreshness | None = None,
+    group_by_story: bool = False,
+    sort: SearchSort = SearchSort.RELEVANCE,
+    first: int | None = None,
+    after: str | None = None,
+) -> SearchConnection:
+    settings = info.context.services.settings
+    size = page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
+    if sources and len(sources) > MAX_SOURCES:
+        raise bad_argument(f"`sources`: at most {MAX_SOURCES}")
+    now = datetime.now(UTC)
+    since = from_
+    if freshness is not None:
+        recent = now - timedelta(days=freshness.value)
+        since = max(since, recent) if since else recent
+    wanted = SearchQuery(
+        text=query, topics=tuple(topic_values(topics)), languages=tuple(language_codes(languages)),
+        source_ids=tuple(id_of(s, "Source", "sources") for s in sources or ()), since=since, until=to,
+        by_story=group_by_story, newest_first=sort is SearchSort.DATE,
+    )  # fmt: skip
+    fingerprint = _fingerprint(wanted, from_, freshness)
+    offset = 0
+    if after is not None:
+        cursor_print, offset = decode_cursor(CURSOR, after, 2)
+        if cursor_print != fingerprint or not isinstance(offset, int) or offset < 0:
+            raise bad_cursor("the cursor belongs to another search")
+    try:
+        async with info.context.services.db() as session:
+            hits = await postgres_search(session, wanted, now=now, limit=size + 1, offset=offset)
+    except SearchRejected as error:
+        raise bad_argument(f"query: {error}") from None
+    rows = await info.context.loaders.article_by_id.load_many([h.article_id for h in hits[:size]])
+    edges = [SearchEdge(cursor=encode_cursor(CURSOR, [fingerprint, offset + n + 1]), node=_node(hit, row))
+             for n, (hit, row) in enumerate(zip(hits[:size], rows, strict=True)) if row is not None]  # fmt: skip
+    return SearchConnection(
+        edges=edges,
+        page_info=relay.PageInfo(has_next_page=len(hits) > size, has_previous_page=offset > 0,
+                                 start_cursor=edges[0].cursor if edges else None,
+                                 end_cursor=edges[-1].cursor if edges else after),
+    )  # fmt: skip
+
+
+def _node(hit: SearchHit, row: Article) -> SearchHitNode:
+    return SearchHitNode(article=ArticleNode.from_model(row), score=round(hit.score, 6),
+                         title_highlight=hit.title_highlight, summary_highlight=hit.summary_highlight,
+                         matches_in_story=hit.matches_in_story, story_id=hit.story_id)  # fmt: skip
+
+
+def _fingerprint(query: SearchQuery, since: datetime | None, freshness: SearchFreshness | None) -> str:
+    """Names one search (the freshness window by its name, not its moving start), so a cursor fits only it."""
+    described = [query.text, query.topics, query.source_ids, query.languages, since, freshness and freshness.name,
+                 query.until, query.by_story, query.newest_first]  # fmt: skip
+    return hashlib.sha256(json.dumps(described, default=str).encode()).hexdigest()[:16]

@@ -1,0 +1,82 @@
+"""Keyword search through the API on PostgreSQL full text: operators, highlights, filters, one hit per story,
+paging, and bad queries answered with typed errors."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import update
+
+from app.articles.models import Article
+from app.services import Services
+from app.settings import Settings
+from tests.conftest import GraphQLClient, document
+from tests.newsroom import StorySpec, add_source, add_story
+
+
+async def titles(gql: GraphQLClient, query: str, **variables: Any) -> list[str]:
+    found = (await gql.run("Search", query=query, first=50, **variables))["search"]["edges"]
+    return [edge["node"]["article"]["title"] for edge in found]
+
+
+async def newsroom(services: Services, settings: Settings) -> None:
+    outlets = [await add_source(services, settings, f"outlet{i}") for i in range(4)]
+    await add_story(services, StorySpec("Flood waters rise in Valencia", outlets, topics=["world"],
+                                        age=timedelta(hours=2)))  # fmt: skip
+    await add_story(services, StorySpec("Central bank holds interest rates", outlets[:2], topics=["business"],
+                                        age=timedelta(days=10)))  # fmt: skip
+    await add_story(services, StorySpec("Rates of flood insurance climb", outlets[:1], topics=["business"],
+                                        languages=["fr"], age=timedelta(hours=1)))  # fmt: skip
+
+
+async def test_words_phrases_exclusions_and_highlights(gql: GraphQLClient, services: Services,
+                                                       settings: Settings) -> None:  # fmt: skip
+    await newsroom(services, settings)
+    flood = await titles(gql, "flood")
+    assert len(flood) == 5  # four articles of the Valencia story and the insurance one
+    assert await titles(gql, '"flood waters"') == sorted(
+        [t for t in flood if t.startswith("Flood waters")], key=flood.index
+    )
+    assert all("insurance" not in t for t in await titles(gql, "flood -insurance"))
+    either = await titles(gql, "valencia or insurance")
+    assert len(either) == 5
+    hit = (await gql.run("Search", query="insurance", first=1))["search"]["edges"][0]["node"]
+    assert hit["titleHighlight"] == "Rates of flood <mark>insurance</mark> climb"
+    assert hit["story"]["sourceCount"] == 1
+
+
+async def test_filters_grouping_sorting_and_pages(gql: GraphQLClient, services: Services, settings: Settings) -> None:
+    await newsroom(services, settings)
+    assert await titles(gql, "rates", topics=["WORLD"]) == []
+    assert await titles(gql, "rates", languages=["fr"]) == ["Rates of flood insurance climb"]
+    assert await titles(gql, "rates", freshness="WEEK") == ["Rates of flood insurance climb"]
+    grouped = (await gql.run("Search", query="flood", groupByStory=True, first=10))["search"]["edges"]
+    assert sorted(e["node"]["matchesInStory"] for e in grouped) == [1, 4]  # one card per story
+    newest = (await gql.run("Search", query="rates", sort="DATE", first=10))["search"]["edges"]
+    published = [e["node"]["article"]["publishedAt"] for e in newest]
+    assert len(published) == 3
+    assert published == sorted(published, reverse=True)
+    assert newest[0]["node"]["article"]["title"] == "Rates of flood insurance climb"
+    seen, after = [], None
+    while True:
+        page = (await gql.run("Search", query="flood", first=2, after=after))["search"]
+        seen += [e["node"]["article"]["id"] for e in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert len(seen) == len(set(seen)) == 5
+    other = await gql.post(document("Search"), {"query": "rates", "after": after})
+    assert other["errors"][0]["extensions"]["code"] == "BAD_CURSOR"  # a cursor of another search
+
+
+async def test_bad_queries_get_typed_errors(gql: GraphQLClient, services: Services, settings: Settings) -> None:
+    await newsroom(services, settings)
+    for query in ("", "   ", "!!! ---", "word " * 21, "x" * 201):
+        answer = await gql.post(document("Search"), {"query": query})
+        assert answer["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT", query
+    odd = await gql.post(document("Search"), {"query": 'flood " or or - ("'})  # unbalanced operators: no error
+    assert "errors" not in odd
+    async with services.db.begin() as session:  # text in other scripts does not break the search
+        await session.execute(update(Article).where(Article.id == 1).values(title="東京で大雨 flood"))
+    assert "東京で大雨 flood" in await titles(gql, "flood")
