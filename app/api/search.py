@@ -18,7 +18,7 @@ from app.api.filters import language_codes, topic_values
 from app.api.relay import decode_cursor, encode_cursor, id_of, page_size
 from app.api.types.article import ArticleNode
 from app.api.types.enums import TopicEnum
-from app.api.types.story import StoryNode
+from app.api.types.story import StoryNode, load_story
 from app.articles.models import Article
 from app.search.postgres import SearchHit, SearchQuery, SearchRejected
 from app.search.postgres import search as postgres_search
@@ -54,10 +54,7 @@ class SearchHitNode:
 
     @strawberry.field(description="Its story: the card, with `sourceCount`.")
     async def story(self, info: Info) -> StoryNode | None:
-        if self.story_id is None:
-            return None
-        row = await info.context.loaders.story_by_id.load(self.story_id)
-        return StoryNode.from_model(row) if row else None
+        return await load_story(info, self.story_id)
 
 
 @strawberry.type

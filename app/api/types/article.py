@@ -48,12 +48,9 @@ class ArticleNode(relay.Node):
 
     @strawberry.field(description="The story this article belongs to (null until it is clustered).")
     async def story(self, info: Info) -> Annotated[StoryNode, strawberry.lazy("app.api.types.story")] | None:
-        from app.api.types.story import StoryNode
+        from app.api.types.story import load_story
 
-        if self.cluster_id is None:
-            return None
-        row = await info.context.loaders.story_by_id.load(self.cluster_id)
-        return StoryNode.from_model(row) if row else None
+        return await load_story(info, self.cluster_id)
 
     @strawberry.field(description="The earlier article this one copies (a syndicated or re-posted text), if any.")
     async def duplicate_of(self, info: Info) -> ArticleNode | None:

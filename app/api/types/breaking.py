@@ -14,7 +14,7 @@ from app.api.context import Info
 from app.api.filters import topics_of
 from app.api.relay import database_id, encode_cursor
 from app.api.types.enums import TopicEnum
-from app.api.types.story import StoryNode
+from app.api.types.story import StoryNode, load_story
 from app.outbox import repository as outbox
 from app.stories.velocity import BREAKING_TOPIC
 from app.topics.keywords import Topic
@@ -36,8 +36,7 @@ class BreakingEvent(relay.Node):
 
     @strawberry.field(description="The story as it is now (a story merged since leads to the one it joined).")
     async def story(self, info: Info) -> StoryNode | None:
-        row = await info.context.loaders.story_by_id.load(self.story_id)
-        return StoryNode.from_model(row) if row else None
+        return await load_story(info, self.story_id)
 
     @classmethod
     async def resolve_nodes(  # type: ignore[override]

@@ -77,3 +77,11 @@ class StoryNode(relay.Node):
     ) -> Iterable[StoryNode | None]:
         rows = await info.context.loaders.story_by_id.load_many([database_id(i) for i in node_ids])
         return [cls.from_model(r) if r else None for r in rows]
+
+
+async def load_story(info: Info, story_id: int | None) -> StoryNode | None:
+    """The story a row points at, through the request's loader (a merged story's id leads to the one it joined)."""
+    if story_id is None:
+        return None
+    row = await info.context.loaders.story_by_id.load(story_id)
+    return StoryNode.from_model(row) if row else None
