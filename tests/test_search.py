@@ -80,3 +80,13 @@ async def test_bad_queries_get_typed_errors(gql: GraphQLClient, services: Servic
     async with services.db.begin() as session:  # text in other scripts does not break the search
         await session.execute(update(Article).where(Article.id == 1).values(title="東京で大雨 flood"))
     assert "東京で大雨 flood" in await titles(gql, "flood")
+
+
+async def test_an_article_years_old_is_found_with_no_freshness(gql: GraphQLClient, services: Services,
+                                                               settings: Settings) -> None:  # fmt: skip
+    outlet = await add_source(services, settings, "archive")
+    await add_story(services, StorySpec("The great flood of old", [outlet], age=timedelta(days=3650)))
+    await add_story(services, StorySpec("Flood warning tonight", [outlet], age=timedelta(hours=1)))
+    found = (await gql.run("Search", query="flood", first=5))["search"]["edges"]
+    assert [e["node"]["article"]["title"] for e in found] == ["Flood warning tonight", "The great flood of old"]
+    assert found[1]["node"]["score"] < 0.7  # its text rank only: freshness contributes nothing

@@ -17,6 +17,8 @@ MAX_QUERY_WORDS = 20
 RANK_WEIGHT, FRESHNESS_WEIGHT = 0.7, 0.3
 FRESHNESS_HALF_LIFE_HOURS = 48.0
 HIGHLIGHT = "StartSel=<mark>, StopSel=</mark>"
+# freshness is exp(-hours / half-life * ln 2), its exponent capped: PostgreSQL raises on exp() underflow, and an
+# article years old is simply 0 fresh
 
 
 class SearchRejected(ValueError):
@@ -61,8 +63,8 @@ _SEARCH = """
     matched AS (
         SELECT a.id, a.cluster_id, a.published_at,
                {rank_weight} * ts_rank_cd(a.search_vector, q.query, 32)
-               + {fresh_weight} * exp(-greatest(CAST(extract(epoch FROM (:now - a.published_at)) AS float8), 0)
-                                      / 3600 / {half_life} * ln(2)) AS score
+               + {fresh_weight} * exp(-least(greatest(CAST(extract(epoch FROM (:now - a.published_at)) AS float8), 0)
+                                            / 3600 / {half_life} * ln(2), 700)) AS score
         FROM articles a, q
         WHERE a.search_vector @@ q.query {filters}
     ),
