@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import json
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ import uvicorn
 import websockets
 from arq.connections import ArqRedis, create_pool
 from arq.connections import RedisSettings as ArqRedisSettings
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.api.asgi import create_app
@@ -151,24 +153,48 @@ async def api_url(settings: Settings, services: Services) -> AsyncIterator[str]:
         yield url
 
 
+def newsagg(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
+            check: bool = False) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """`newsagg <args>` as an operator runs it (`python -m app`), its output captured as text."""
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=check)  # fmt: skip
+
+
 def document(name: str) -> str:
     """The text of graphql/<name>.graphql: tests run the very documents clients copy."""
     return (GRAPHQL_DIR / f"{name}.graphql").read_text()
 
 
+@contextlib.contextmanager
+def count_queries(services: Services) -> Iterator[list[str]]:
+    """The SQL statements sent to the database while inside: the N+1 guard."""
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(services.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(services.engine.sync_engine, "before_cursor_execute", record)
+
+
 class GraphQLClient:
-    def __init__(self, base_url: str, token: str | None = None) -> None:
-        self.http = httpx.AsyncClient(base_url=base_url, timeout=30)
+    """GraphQL over `http` (any app: the served one or one on an ASGI transport), as the holder of `token`."""
+
+    def __init__(self, http: httpx.AsyncClient, token: str | None = None) -> None:
+        self.http = http
         self.token = token
 
     def as_(self, token: str | None) -> GraphQLClient:
         """The same server, with another bearer credential (None: anonymous)."""
-        other = GraphQLClient.__new__(GraphQLClient)
-        other.http, other.token = self.http, token
-        return other
+        return GraphQLClient(self.http, token)
 
-    async def post(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+    async def post(self, query: str, variables: dict[str, Any] | None = None,
+                   headers: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+        """The response body; `headers` are sent as given (an Authorization among them replaces the token's)."""
+        headers = ({"Authorization": f"Bearer {self.token}"} if self.token else {}) | (headers or {})
         response = await self.http.post("/graphql", json={"query": query, "variables": variables or {}},
                                         headers=headers)  # fmt: skip
         assert response.status_code in (200, 400), response.text
@@ -185,9 +211,8 @@ class GraphQLClient:
 
 @pytest.fixture
 async def gql(api_url: str) -> AsyncIterator[GraphQLClient]:
-    client = GraphQLClient(api_url)
-    yield client
-    await client.http.aclose()
+    async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+        yield GraphQLClient(http)
 
 
 @pytest.fixture
@@ -227,17 +252,27 @@ async def ws_connection(api_url: str, origin: str | None = None) -> AsyncIterato
         yield ws
 
 
+def subscribe_message(id: str, query: str, variables: dict[str, Any] | None = None) -> str:
+    """A graphql-transport-ws `subscribe` frame for operation `id`, ready to send."""
+    return json.dumps({"id": id, "type": "subscribe", "payload": {"query": query, "variables": variables or {}}})
+
+
+async def next_message(ws: Any, seconds: float | None = 10) -> dict[str, Any]:
+    """The server's next graphql-transport-ws message that is not a ping (pings are answered), within `seconds`."""
+    while True:
+        message: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), seconds))
+        if message["type"] != "ping":
+            return message
+        await ws.send(json.dumps({"type": "pong"}))
+
+
 async def subscribe_ws(api_url: str, query: str, variables: dict[str, Any], origin: str | None = None
                        ) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
     """A graphql-transport-ws client: yields the server's messages for one subscription (answers pings)."""
     async with ws_connection(api_url, origin) as ws:
-        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": query, "variables": variables}}))
+        await ws.send(subscribe_message("1", query, variables))
         while True:
-            message = json.loads(await ws.recv())
-            if message["type"] == "ping":
-                await ws.send(json.dumps({"type": "pong"}))
-                continue
-            yield message
+            yield await next_message(ws, seconds=None)  # the caller bounds its own wait
 
 
 async def until_listening(services: Services, topic: str, *, story_id: int | None = None, count: int = 1) -> None:

@@ -1,20 +1,28 @@
-"""Sources, articles and stories written straight to the database, for tests of what the API serves from them."""
+"""Test factories: sources, articles, stories and breaking events in the database; readers through the API."""
 
 from __future__ import annotations
 
 import base64
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import update
 
 from app.articles.models import Article
+from app.outbox.models import OutboxEvent
 from app.services import Services
 from app.settings import Settings
 from app.sources.models import Source
 from app.sources.service import SourceRequest, create_source
+from app.stories.clustering import IncomingArticle
 from app.stories.models import StoryCluster
+from app.stories.store import ClusteringCache
+from app.stories.velocity import BREAKING_TOPIC
+from tests.conftest import GraphQLClient
+
+PASSWORD = "correct horse battery"
 
 _serial = itertools.count(1)
 
@@ -67,6 +75,48 @@ async def add_story(services: Services, spec: StorySpec, now: datetime | None = 
         for article in articles:
             article.cluster_id = story.id
         return story.id, [a.id for a in articles]
+
+
+async def two_stories_of_one_event(services: Services, ids: list[int], titles: list[str]) -> list[int]:
+    """Two stories of one event, as early articles can make (the merge pass is what joins them): their ids."""
+    now = datetime.now(UTC)
+    weights: dict[str, float] = {"plosser": 2, "taper": 1, "weather": 1, "fed": 1}
+    async with services.engine.begin() as connection:
+        cache = ClusteringCache()
+        state = await cache.catch_up(connection, since=now - timedelta(hours=1))
+        await cache.reserve_ids(connection, 2)
+        made = [state.create(IncomingArticle(i, t, "", str(k), now), weights).id
+                for k, (i, t) in enumerate(zip(ids, titles, strict=True))]  # fmt: skip
+        await cache.save(connection, datetime.now(UTC))
+    return made
+
+
+async def merge_story(services: Services, old: int, survivor: int) -> None:
+    """Story `old` joins story `survivor` in the clustering state, as the merge pass joins them."""
+    now = datetime.now(UTC)
+    async with services.engine.begin() as connection:
+        cache = ClusteringCache()
+        state = await cache.catch_up(connection, since=now - timedelta(hours=1))
+        state.merge(state.stories[old], state.stories[survivor])
+        await cache.save(connection, now)
+
+
+async def add_breaking_event(services: Services, story_id: int, topics: Sequence[str] = ("world",),
+                             languages: Sequence[str] = ("en",)) -> None:  # fmt: skip
+    """A `story.breaking` outbox event as app/stories/velocity.py writes it, titled "Story <story_id>"."""
+    payload = {"story_id": story_id, "title": f"Story {story_id}", "article_count": 70, "source_count": 6,
+               "topics": list(topics), "languages": list(languages), "velocity": 2.3, "sources_in_window": 6,
+               "at": datetime.now(UTC).isoformat()}  # fmt: skip
+    async with services.db.begin() as session:
+        session.add(OutboxEvent(topic=BREAKING_TOPIC, dedupe_key=f"{BREAKING_TOPIC}:{story_id}", payload=payload))
+
+
+async def sign_up(gql: GraphQLClient, email: str = "reader@example.com") -> str:
+    """A new reader's bearer token (their password is PASSWORD)."""
+    data = (await gql.run("SignUp", input={"email": email, "password": PASSWORD}))["signUp"]
+    assert data["errors"] == []
+    token: str = data["token"]
+    return token
 
 
 def global_id(type_name: str, row_id: int) -> str:

@@ -16,8 +16,7 @@ from app.services import Services
 from app.settings import Settings
 from app.users.models import UserSession
 from tests.conftest import GraphQLClient, document
-from tests.newsroom import StorySpec, add_source, add_story, global_id
-from tests.test_accounts import sign_up
+from tests.newsroom import StorySpec, add_source, add_story, global_id, sign_up
 
 PUBLIC_QUERIES = {"node", "sources", "sourcesOpml", "source", "articles", "article", "stories", "story",
                   "breakingEvents", "topicFeed", "breaking", "trending", "search", "health", "viewer",
@@ -116,9 +115,7 @@ async def test_checked_credentials_are_reused_briefly_and_forgotten_on_sign_out(
             body: dict[str, Any] = response.json()
             return body
 
-        signed = await ask('mutation { signUp(input: {email: "c@example.com", password: "correct horse battery"}) '
-                           "{ token } }", "")  # fmt: skip
-        token = signed["data"]["signUp"]["token"]
+        token = await sign_up(GraphQLClient(http), "c@example.com")
         assert (await ask("{ viewer { email } }", token))["data"]["viewer"] == {"email": "c@example.com"}
         async with services.db.begin() as session:  # revoked behind this process's back
             await session.execute(update(UserSession).values(revoked_at=func.now()))

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,16 +18,8 @@ from app.sources.service import SourceRequest, create_source
 from app.users.interests import feed_version_key
 from app.users.models import User, UserInterest, UserSession
 from app.users.passwords import hash_password, verify_password
-from tests.conftest import REPO, GraphQLClient, document
-
-PASSWORD = "correct horse battery"
-
-
-async def sign_up(gql: GraphQLClient, email: str = "reader@example.com") -> str:
-    data = (await gql.run("SignUp", input={"email": email, "password": PASSWORD}))["signUp"]
-    assert data["errors"] == []
-    token: str = data["token"]
-    return token
+from tests.conftest import GraphQLClient, document, newsagg
+from tests.newsroom import PASSWORD, global_id, sign_up
 
 
 def test_passwords_are_salted_scrypt_and_verified_in_constant_time() -> None:
@@ -103,7 +92,8 @@ async def test_api_keys_authenticate_apps_until_revoked(gql: GraphQLClient, serv
 
 async def test_a_bad_authorization_header_is_anonymous_not_an_error(gql: GraphQLClient, services: Services) -> None:
     for value in ("Bearer nas_forged", "Basic dXNlcjpwYXNz", "nak_forged"):
-        body = await gql.as_(None).post("{ viewer { email } articles(first: 1) { edges { cursor } } }")
+        body = await gql.post("{ viewer { email } articles(first: 1) { edges { cursor } } }",
+                              headers={"Authorization": value})  # fmt: skip
         response = await gql.http.post("/graphql", json={"query": "{ viewer { email } }"},
                                        headers={"Authorization": value})  # fmt: skip
         assert response.json() == {"data": {"viewer": None}}
@@ -116,8 +106,7 @@ async def test_only_administrators_manage_sources_when_the_service_is_closed(
     closed = settings.model_copy(update={"open_source_admin": False})
     transport = httpx.ASGITransport(create_app(closed, dataclasses.replace(services, settings=closed)))
     async with httpx.AsyncClient(transport=transport, base_url="http://closed") as http:
-        gql = GraphQLClient.__new__(GraphQLClient)
-        gql.http, gql.token = http, None
+        gql = GraphQLClient(http)
         create: dict[str, Any] = {"input": {"feedUrl": "http://127.0.0.1:9/admin.xml"}}
         anonymous = (await gql.run("SourceCreate", **create))["sourceCreate"]
         assert [e["code"] for e in anonymous["errors"]] == ["FORBIDDEN"]
@@ -132,9 +121,8 @@ async def test_only_administrators_manage_sources_when_the_service_is_closed(
 
 
 def test_grant_admin_command_refuses_an_unknown_account(settings: Settings) -> None:
-    run = subprocess.run([sys.executable, "-m", "app", "users", "grant-admin", "nobody@example.com"], cwd=REPO,
-                         capture_output=True, text=True, timeout=120,
-                         env={"PATH": "/usr/bin:/bin", "DATABASE_URL": str(settings.database_url)})  # fmt: skip
+    run = newsagg("users", "grant-admin", "nobody@example.com",
+                  env={"PATH": "/usr/bin:/bin", "DATABASE_URL": str(settings.database_url)})  # fmt: skip
     assert run.returncode == 1
     assert "no account" in run.stderr
 
@@ -157,7 +145,7 @@ async def test_follows_mutes_and_languages_are_each_readers_own(gql: GraphQLClie
                             ("PreferredLanguagesSet", {"languages": ["en"]})):  # fmt: skip
         anonymous = await gql.as_(None).post(document(name), variables)
         assert anonymous["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
-    unknown = base64.b64encode(b"Source:999999").decode()
+    unknown = global_id("Source", 999999)
     missing = (await reader.run("SourceMute", sourceId=unknown))["sourceMute"]
     assert [e["code"] for e in missing["errors"]] == ["NOT_FOUND"]
     bad = await reader.post(document("PreferredLanguagesSet"), {"languages": ["english please"]})
@@ -174,7 +162,7 @@ async def test_engagement_moves_interests_once_per_session(gql: GraphQLClient, s
         await session.execute(update(Article).where(Article.id == sports.id).values(topics=["sports"]))
         await session.execute(update(Article).where(Article.id == business.id).values(topics=["business"]))
     reader = gql.as_(await sign_up(gql))
-    sports_id, business_id = (base64.b64encode(f"Article:{a.id}".encode()).decode() for a in (sports, business))
+    sports_id, business_id = (global_id("Article", a.id) for a in (sports, business))
     async with services.db() as session:
         user_id = await session.scalar(select(User.id).where(User.email == "reader@example.com"))
     assert user_id is not None
@@ -200,7 +188,7 @@ async def test_engagement_moves_interests_once_per_session(gql: GraphQLClient, s
     await reader.run("TopicFollow", topic="BUSINESS")  # an explicit follow outweighs a dismissal
     weights = {w["topic"]: w["weight"] for w in (await reader.run("Preferences"))["viewer"]["interests"]}
     assert weights["BUSINESS"] == 1.0
-    missing = base64.b64encode(b"Article:999999").decode()
+    missing = global_id("Article", 999999)
     assert [e["code"] for e in (await engage(missing, "READ"))["errors"]] == ["NOT_FOUND"]
     anonymous = await gql.as_(None).post(document("EngagementRecord"),
                                          {"articleId": sports_id, "action": "READ", "sessionId": "s"})  # fmt: skip

@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import httpx
 import pytest
 import websockets
-from sqlalchemy import event
 
 from app.articles.repository import NewArticle, insert_new
-from app.ingest.events import publish_articles_added
+from app.ingest.events import ARTICLES_ADDED, publish_articles_added
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
-from tests.conftest import GraphQLClient, document, subscribe_ws
+from tests.conftest import GraphQLClient, count_queries, document, subscribe_ws, until_listening
+from tests.newsroom import global_id
 
 
 async def seed(services: Services, settings: Settings, *, sources: int, per_source: int) -> list[int]:
@@ -101,9 +98,9 @@ async def test_node_and_by_id_lookups(gql: GraphQLClient, services: Services, se
     source = (await gql.run("Node", id=edge["source"]["id"]))["node"]
     assert source["__typename"] == "Source"
     assert (await gql.run("Source", id=edge["source"]["id"]))["source"]["name"] == "Outlet 0"
-    missing = base64.b64encode(b"Article:999999").decode()
-    forged = base64.b64encode(b"Article:-5").decode()
-    unknown_type = base64.b64encode(b"Nope:1").decode()
+    missing = global_id("Article", 999999)
+    forged = global_id("Article", -5)
+    unknown_type = global_id("Nope", 1)
     assert (await gql.run("Node", id=missing))["node"] is None
     assert (await gql.run("Node", id=forged))["node"] is None
     assert (await gql.run("Node", id=unknown_type))["node"] is None
@@ -118,20 +115,6 @@ async def test_big_int_is_a_string(gql: GraphQLClient, services: Services, setti
                                               datetime.now(UTC), -(2**63))])  # fmt: skip
     node = (await gql.run("Articles", first=1))["articles"]["edges"][0]["node"]
     assert node["contentHash"] == str(-(2**63))
-
-
-@contextmanager
-def count_queries(services: Services) -> Iterator[list[str]]:
-    statements: list[str] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement)
-
-    event.listen(services.engine.sync_engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        event.remove(services.engine.sync_engine, "before_cursor_execute", record)
 
 
 async def test_no_n_plus_one_on_article_sources(gql: GraphQLClient, services: Services, settings: Settings) -> None:
@@ -190,7 +173,7 @@ async def test_article_added_subscription_over_websocket(api_url: str, services:
     ids = await seed(services, settings, sources=2, per_source=1)
     stream = subscribe_ws(api_url, document("ArticleAdded"), {})
     first = asyncio.ensure_future(anext(stream))
-    await asyncio.sleep(0.3)  # let the subscription reach Redis
+    await until_listening(services, ARTICLES_ADDED)
     # Sources 1 and 2 were created by seed(); publish as the worker does after its commit.
     await publish_articles_added(services.redis, 2, [ids[1]])
     message = await asyncio.wait_for(first, 10)

@@ -4,33 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime
 from typing import Any
 
-from app.outbox.models import OutboxEvent
 from app.outbox.relay import relay
 from app.services import Services
 from app.settings import Settings
 from app.stories.velocity import BREAKING_TOPIC
-from tests.conftest import GraphQLClient, document, subscribe_ws, until_listening
-from tests.newsroom import StorySpec, add_source, add_story
-from tests.test_api import count_queries
+from tests.conftest import GraphQLClient, count_queries, document, subscribe_ws, until_listening
+from tests.newsroom import StorySpec, add_breaking_event, add_source, add_story
 
 SUBSCRIBERS = 8
 
 
-async def breaking(services: Services, story_id: int, topics: list[str], languages: list[str]) -> None:
-    """An event as app/stories/velocity.py writes it."""
-    payload = {"story_id": story_id, "title": f"Story {story_id}", "article_count": 70, "source_count": 6,
-               "topics": topics, "languages": languages, "velocity": 2.3, "sources_in_window": 6,
-               "at": datetime.now(UTC).isoformat()}  # fmt: skip
-    async with services.db.begin() as session:
-        session.add(OutboxEvent(topic=BREAKING_TOPIC, dedupe_key=f"{BREAKING_TOPIC}:{story_id}", payload=payload))
-
-
 async def test_a_client_catches_up_after_its_last_cursor(gql: GraphQLClient, services: Services) -> None:
     for story_id in (1, 2, 3):
-        await breaking(services, story_id, ["world"], ["en"])
+        await add_breaking_event(services, story_id)
     first = (await gql.run("BreakingEvents", first=1))["breakingEvents"]
     assert [e["node"]["title"] for e in first["edges"]] == ["Story 1"]
     assert first["pageInfo"]["hasNextPage"] is True
@@ -46,16 +34,16 @@ async def test_the_subscription_delivers_what_matches_its_filters(api_url: str, 
                                                                   services: Services) -> None:  # fmt: skip
     stream = subscribe_ws(api_url, document("BreakingNews"), {"topics": ["POLITICS"], "languages": ["en"]})
     received = asyncio.ensure_future(anext(stream))
-    await asyncio.sleep(0.3)  # let the subscription reach Redis
-    await breaking(services, 10, ["world"], ["en"])  # another topic: not for this client
-    await breaking(services, 11, ["politics", "world"], ["fr"])  # another language: not for this client
-    await breaking(services, 12, ["politics"], ["en", "fr"])
+    await until_listening(services, BREAKING_TOPIC)
+    await add_breaking_event(services, 10)  # another topic: not for this client
+    await add_breaking_event(services, 11, ["politics", "world"], ["fr"])  # another language: not for this client
+    await add_breaking_event(services, 12, ["politics"], ["en", "fr"])
     assert await relay(services.engine, services.redis, [BREAKING_TOPIC]) == 3
     message: dict[str, Any] = await asyncio.wait_for(received, 10)
     event = message["payload"]["data"]["breakingNews"]
     assert (event["title"], event["topics"], event["sourceCount"]) == ("Story 12", ["POLITICS"], 6)
     await stream.aclose()
-    await breaking(services, 13, ["politics"], ["en"])  # published while the client was away
+    await add_breaking_event(services, 13, ["politics"], ["en"])  # published while the client was away
     missed = (await gql.run("BreakingEvents", first=10, after=event["cursor"]))["breakingEvents"]
     assert [e["node"]["title"] for e in missed["edges"]] == ["Story 13"]
     assert json.dumps(missed)  # plain JSON all the way
@@ -68,7 +56,7 @@ async def test_one_event_to_many_subscribers_loads_the_story_once(api_url: str, 
     streams = [subscribe_ws(api_url, document("BreakingNews"), {}) for _ in range(SUBSCRIBERS)]
     received = [asyncio.ensure_future(anext(s)) for s in streams]
     await until_listening(services, BREAKING_TOPIC, count=SUBSCRIBERS)
-    await breaking(services, story_id, ["world"], ["en"])
+    await add_breaking_event(services, story_id)
     with count_queries(services) as statements:
         await relay(services.engine, services.redis, [BREAKING_TOPIC])
         frames = await asyncio.wait_for(asyncio.gather(*received), 10)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,7 +11,7 @@ from app.stories.clustering import IncomingArticle, StoryClusterer, StoryState
 from app.stories.evaluation import evaluate, read_labelled_csv
 from app.stories.text_features import terms
 from app.stories.velocity import measure
-from tests.conftest import REPO
+from tests.conftest import newsagg
 
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
 FED = ["Fed's Plosser says weak data caused by weather, taper on track",
@@ -76,8 +74,7 @@ def test_evaluation_never_merges_the_two_events(tmp_path: Path) -> None:
 
 def test_eval_command_prints_json_last(tmp_path: Path) -> None:
     csv_path = write_csv(tmp_path / "labels.csv")
-    run = subprocess.run([sys.executable, "-m", "app", "eval", "clustering", "--csv", str(csv_path)],
-                         cwd=REPO, capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    run = newsagg("eval", "clustering", "--csv", str(csv_path), timeout=60, check=True)
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert set(result) >= {"bcubed_precision", "bcubed_recall", "bcubed_f1", "stories_predicted",
                            "articles_per_second"}  # fmt: skip

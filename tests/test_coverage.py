@@ -13,8 +13,7 @@ from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
 from app.stories.service import cluster_articles
-from tests.conftest import GraphQLClient, document
-from tests.test_api import count_queries
+from tests.conftest import GraphQLClient, count_queries, document
 from tests.test_stories_ingest import APPLE, FED, stored
 
 T0 = datetime.now(UTC).replace(microsecond=0)

@@ -11,10 +11,8 @@ from typing import Any
 from app.feed.service import forget_snapshots
 from app.services import Services
 from app.settings import Settings
-from tests.conftest import GraphQLClient, document
-from tests.newsroom import StorySpec, add_source, add_story, global_id
-from tests.test_accounts import sign_up
-from tests.test_api import count_queries
+from tests.conftest import GraphQLClient, count_queries, document
+from tests.newsroom import StorySpec, add_source, add_story, global_id, sign_up
 
 
 async def walk(gql: GraphQLClient, name: str = "Feed", first: int = 7, **variables: Any) -> list[dict[str, Any]]:

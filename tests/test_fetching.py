@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import gzip
 import time
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,23 +21,27 @@ from app.services import Services
 from app.settings import Settings
 from app.sources.models import Circuit, CrawlSchedule, FetchLog, Source, SourceStatus
 from app.sources.service import SourceRequest, create_source
-from tests.feeds import FeedServer, Reply, items, rss
+from tests.feeds import FeedServer, Reply, Route, items, rss
 
 Crawl = Callable[[], Coroutine[Any, Any, int]]
-
-
-@contextmanager
-def short_fetch_timeout(settings: Settings, seconds: float = 0.5) -> Iterator[None]:
-    settings.fetch_timeout_seconds, saved = seconds, settings.fetch_timeout_seconds
-    try:
-        yield
-    finally:
-        settings.fetch_timeout_seconds = saved
 
 
 async def add(services: Services, settings: Settings, url: str) -> int:
     async with services.db.begin() as session:
         return (await create_source(session, settings, SourceRequest(feed_url=url))).id
+
+
+async def crawl_timing_out(services: Services, settings: Settings, feed_server: FeedServer, crawl: Crawl, path: str,
+                           route: Route) -> int:  # fmt: skip
+    """A source served by `route` at `path`, crawled once with a half-second fetch timeout; returns its id."""
+    feed_server.routes[path] = route
+    source_id = await add(services, settings, feed_server.url(path))
+    settings.fetch_timeout_seconds, saved = 0.5, settings.fetch_timeout_seconds
+    try:
+        await crawl()
+    finally:
+        settings.fetch_timeout_seconds = saved
+    return source_id
 
 
 async def due_now(services: Services) -> None:
@@ -140,10 +143,7 @@ async def test_slow_servers_time_out(
         time.sleep(1.5)
         return Reply(200, rss(items(1)))
 
-    feed_server.routes["/slow.xml"] = slow
-    source_id = await add(services, settings, feed_server.url("/slow.xml"))
-    with short_fetch_timeout(settings):
-        await crawl()
+    source_id = await crawl_timing_out(services, settings, feed_server, crawl, "/slow.xml", slow)
     assert {entry.error_class for entry in await log_of(services)} == {"timeout"}
     assert (await schedule_of(services, source_id)).consecutive_failures == 1
 
@@ -237,10 +237,7 @@ async def test_a_body_that_stalls_times_out(
         handler.wfile.flush()
         time.sleep(2)  # headers and a first chunk, then silence longer than the read timeout
 
-    feed_server.routes["/trickle.xml"] = trickle
-    source_id = await add(services, settings, feed_server.url("/trickle.xml"))
-    with short_fetch_timeout(settings):
-        await crawl()
+    source_id = await crawl_timing_out(services, settings, feed_server, crawl, "/trickle.xml", trickle)
     assert {entry.error_class for entry in await log_of(services)} == {"timeout"}
     assert (await schedule_of(services, source_id)).consecutive_failures == 1
     assert await articles(services) == 0

@@ -8,17 +8,16 @@ import asyncio
 import json
 import shutil
 import subprocess
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.outbox.models import OutboxEvent
 from app.outbox.relay import relay
 from app.services import Services
 from app.stories.velocity import BREAKING_TOPIC
 from tests.conftest import GraphQLClient, document, until_listening
+from tests.newsroom import add_breaking_event, sign_up
 
 CLIENT = Path(__file__).resolve().parent / "js"
 
@@ -48,8 +47,8 @@ async def lines(process: asyncio.subprocess.Process) -> Any:
 
 async def test_the_graphql_ws_client_signs_in_and_gets_breaking_news(node: str, api_url: str, gql: GraphQLClient,
                                                                      services: Services) -> None:  # fmt: skip
-    credentials = {"email": "ws-client@example.com", "password": "correct horse battery staple"}
-    token = (await gql.run("SignUp", input=credentials))["signUp"]["token"]
+    credentials = {"email": "ws-client@example.com"}
+    token = await sign_up(gql, **credentials)
     url = api_url.replace("http://", "ws://") + "/graphql"
     arguments = [str(CLIENT / "subscribe.mjs"), url, token, document("BreakingNews"), "1"]
     client = await asyncio.create_subprocess_exec(node, *arguments, cwd=CLIENT, stdout=asyncio.subprocess.PIPE)
@@ -58,10 +57,7 @@ async def test_the_graphql_ws_client_signs_in_and_gets_breaking_news(node: str, 
         assert await anext(frames) == {"connected": True}
         assert await anext(frames) == {"viewer": {"data": {"viewer": {"email": credentials["email"]}}}}
         await until_listening(services, BREAKING_TOPIC)
-        async with services.db.begin() as session:
-            session.add(OutboxEvent(topic=BREAKING_TOPIC, dedupe_key="js", payload={
-                "story_id": 5, "title": "Story 5", "source_count": 6, "topics": ["world"], "languages": ["en"],
-                "velocity": 2.5, "at": datetime.now(UTC).isoformat()}))  # fmt: skip
+        await add_breaking_event(services, 5)
         assert await relay(services.engine, services.redis, [BREAKING_TOPIC]) == 1
         event = (await anext(frames))["next"]["data"]["breakingNews"]
         assert (event["title"], event["sourceCount"], event["topics"]) == ("Story 5", 6, ["WORLD"])

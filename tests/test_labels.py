@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from app.articles.language import article_language, detect, normalize
 from app.topics.classifier import topics_of
 from app.topics.evaluation import evaluate as evaluate_topics
 from app.topics.model import TopicModel
-from tests.conftest import REPO
+from tests.conftest import newsagg
 
 
 def test_languages_of_headlines() -> None:
@@ -74,8 +72,7 @@ def test_topic_eval_scores_the_shipped_classifier(tmp_path: Path) -> None:
 
 
 def test_eval_commands_print_json_last(tmp_path: Path) -> None:
-    run = subprocess.run([sys.executable, "-m", "app", "eval", "topics", "--csv", str(write_ag(tmp_path / "ag.csv"))],
-                         cwd=REPO, capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    run = newsagg("eval", "topics", "--csv", str(write_ag(tmp_path / "ag.csv")), check=True)
     assert {"accuracy", "macro_f1"} <= set(json.loads(run.stdout.strip().splitlines()[-1]))
     sentences = tmp_path / "sentences.tsv"
     sentences.write_text(
@@ -83,8 +80,7 @@ def test_eval_commands_print_json_last(tmp_path: Path) -> None:
         "fr\tLe gouvernement a annoncé un nouveau plan pour réduire les impôts des petites entreprises\n"
         "xx\tnot a language newsagg detects\n"
     )
-    run = subprocess.run([sys.executable, "-m", "app", "eval", "languages", "--tsv", str(sentences)],
-                         cwd=REPO, capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    run = newsagg("eval", "languages", "--tsv", str(sentences), check=True)
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert (result["snippets"], result["languages"], result["accuracy"]) == (2, 2, 1.0)
 
@@ -92,8 +88,7 @@ def test_eval_commands_print_json_last(tmp_path: Path) -> None:
 def test_a_csv_of_another_shape_is_refused_clearly(tmp_path: Path) -> None:
     path = tmp_path / "other.csv"
     path.write_text("a,b\n1,2\n")
-    run = subprocess.run([sys.executable, "-m", "app", "eval", "topics", "--csv", str(path)],
-                         cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    run = newsagg("eval", "topics", "--csv", str(path))
     assert run.returncode != 0
     assert "expected AG News columns" in run.stderr
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -17,7 +15,7 @@ from app.settings import Settings
 from app.sources.models import Source
 from app.sources.opml import OpmlError, OpmlFeed, read_opml, write_opml
 from app.sources.portability import default_sources_opml, load_default_sources
-from tests.conftest import REPO, GraphQLClient
+from tests.conftest import GraphQLClient, newsagg
 
 SAMPLE = b"""<?xml version="1.0"?>
 <opml version="1.0"><head><title>mine</title></head><body>
@@ -94,15 +92,10 @@ async def test_default_sources_only_on_an_empty_database(services: Services, set
 async def test_cli_import_and_export(services: Services, settings: Settings, tmp_path: Path) -> None:
     (tmp_path / "in.opml").write_bytes(SAMPLE)
     env = {**os.environ, "DATABASE_URL": str(settings.database_url), "NEWSAGG_ALLOW_LOOPBACK_SOURCES": "true"}
-
-    def newsagg(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "app", *args], cwd=REPO, env=env, capture_output=True,
-                              text=True, timeout=120)  # fmt: skip
-
-    imported = await asyncio.to_thread(newsagg, "opml", "import", str(tmp_path / "in.opml"))
+    imported = await asyncio.to_thread(newsagg, "opml", "import", str(tmp_path / "in.opml"), env=env)
     assert imported.returncode == 0, imported.stderr
     assert "3 added, 0 already present, 2 refused" in imported.stdout
-    exported = await asyncio.to_thread(newsagg, "opml", "export")
+    exported = await asyncio.to_thread(newsagg, "opml", "export", env=env)
     assert len(read_opml(exported.stdout.encode())) == 3
 
 

@@ -13,22 +13,17 @@ from app.outbox.models import OutboxEvent
 from app.outbox.relay import relay
 from app.realtime.broadcast import CHANNEL_PREFIX
 from app.services import Services
-
-TOPIC = "story.breaking"
-
-
-async def add_events(services: Services, *story_ids: int) -> None:
-    async with services.db.begin() as session:
-        session.add_all(OutboxEvent(topic=TOPIC, dedupe_key=f"{TOPIC}:{i}", payload={"story_id": i})
-                        for i in story_ids)  # fmt: skip
+from app.stories.velocity import BREAKING_TOPIC
+from tests.newsroom import add_breaking_event
 
 
 async def test_events_are_published_in_order_once(services: Services) -> None:
     pubsub = services.redis.pubsub(ignore_subscribe_messages=True)
-    await pubsub.subscribe(CHANNEL_PREFIX + TOPIC)
-    await add_events(services, 7, 8)
-    assert await relay(services.engine, services.redis, [TOPIC]) == 2
-    assert await relay(services.engine, services.redis, [TOPIC]) == 0  # delivered ones stay delivered
+    await pubsub.subscribe(CHANNEL_PREFIX + BREAKING_TOPIC)
+    await add_breaking_event(services, 7)
+    await add_breaking_event(services, 8)
+    assert await relay(services.engine, services.redis, [BREAKING_TOPIC]) == 2
+    assert await relay(services.engine, services.redis, [BREAKING_TOPIC]) == 0  # delivered ones stay delivered
     received = []
     while len(received) < 2:
         message = await asyncio.wait_for(pubsub.get_message(timeout=5), timeout=6)
@@ -44,14 +39,14 @@ async def test_events_wait_in_the_outbox_while_redis_is_down(services: Services)
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     down = Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
-    await add_events(services, 9)
-    assert await relay(services.engine, down, [TOPIC]) == 0
+    await add_breaking_event(services, 9)
+    assert await relay(services.engine, down, [BREAKING_TOPIC]) == 0
     async with services.db() as session:
         [event] = await session.scalars(select(OutboxEvent))
     assert event.delivered_at is None
     assert event.attempts == 1
     assert "ConnectionError" in (event.last_error or "")
-    assert await relay(services.engine, services.redis, [TOPIC]) == 1  # Redis is back: delivered
+    assert await relay(services.engine, services.redis, [BREAKING_TOPIC]) == 1  # Redis is back: delivered
     async with services.db() as session:
         [event] = await session.scalars(select(OutboxEvent))
     assert event.delivered_at is not None

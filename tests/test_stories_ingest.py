@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,10 +16,10 @@ from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
 from app.stories import store
-from app.stories.clustering import IncomingArticle
 from app.stories.models import StoryCluster
 from app.stories.service import cluster_articles, merge_stories
 from app.stories.store import ClusteringCache
+from tests.newsroom import global_id, merge_story, two_stories_of_one_event
 
 FED = ["Fed's Plosser says weak data caused by weather, taper on track",
        "Plosser: Fed taper should continue despite weather-hit data",
@@ -42,20 +41,6 @@ async def stored(services: Services, settings: Settings, titles: list[str], star
                              now + timedelta(seconds=k), k)  # fmt: skip
             ids += [a.id for a in await insert_new(session, [new])]
     return ids
-
-
-async def two_stories_of_one_event(services: Services, ids: list[int], titles: list[str]) -> list[int]:
-    """Two stories of one event, as early articles can make (the merge pass is what joins them)."""
-    now = datetime.now(UTC)
-    weights: dict[str, float] = {"plosser": 2, "taper": 1, "weather": 1, "fed": 1}
-    async with services.engine.begin() as connection:
-        cache = ClusteringCache()
-        state = await cache.catch_up(connection, since=now - timedelta(hours=1))
-        await cache.reserve_ids(connection, 2)
-        made = [state.create(IncomingArticle(i, t, "", str(k), now), weights).id
-                for k, (i, t) in enumerate(zip(ids, titles, strict=True))]  # fmt: skip
-        await cache.save(connection, datetime.now(UTC))
-    return made
 
 
 async def stories(services: Services) -> list[StoryCluster]:
@@ -119,14 +104,9 @@ async def test_stories_through_the_api(gql: Any, services: Services, settings: S
 async def test_a_merged_story_id_leads_to_the_story_it_joined(gql: Any, services: Services, settings: Settings) -> None:
     titles = ["Plosser taper weather Fed", "Fed Plosser taper weather"]
     old, survivor = await two_stories_of_one_event(services, await stored(services, settings, titles), titles)
-    async with services.engine.begin() as connection:
-        cache = ClusteringCache()
-        state = await cache.catch_up(connection, since=datetime.now(UTC) - timedelta(hours=1))
-        state.merge(state.stories[old], state.stories[survivor])
-        await cache.save(connection, datetime.now(UTC))
-    old_id = base64.b64encode(f"Story:{old}".encode()).decode()
-    body = await gql.post("query($id: ID!) { story(id: $id) { id articleCount } }", {"id": old_id})
-    assert body["data"]["story"] == {"id": base64.b64encode(f"Story:{survivor}".encode()).decode(), "articleCount": 2}
+    await merge_story(services, old, survivor)
+    body = await gql.post("query($id: ID!) { story(id: $id) { id articleCount } }", {"id": global_id("Story", old)})
+    assert body["data"]["story"] == {"id": global_id("Story", survivor), "articleCount": 2}
 
 
 async def test_a_story_breaks_once_when_many_outlets_publish_fast(services: Services, settings: Settings) -> None:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import zlib
 from datetime import UTC, datetime, timedelta
@@ -19,24 +18,20 @@ from app.realtime.broadcast import CHANNEL_PREFIX
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
-from app.stories.clustering import IncomingArticle
 from app.stories.models import StoryCluster
 from app.stories.service import cluster_articles
-from app.stories.store import ClusteringCache
 from app.stories.updates import STORY_UPDATED_TOPIC
 from app.stories.velocity import BREAKING_TOPIC
 from jobs.worker import prune_outbox, publish_outbox
-from tests.conftest import document, subscribe_ws, until_listening, ws_connection
+from tests.conftest import document, next_message, subscribe_message, subscribe_ws, until_listening, ws_connection
+from tests.newsroom import global_id, merge_story, two_stories_of_one_event
 
 FED = "Fed's Plosser says weak data caused by weather, taper on track"
 APPLE = "Apple unveils iPhone 6 with larger screen"
 
 
-WEIGHTS = {"plosser": 2.0, "taper": 1.0, "weather": 1.0, "fed": 1.0}
-
-
 def story_gid(story_id: int) -> str:
-    return base64.b64encode(f"Story:{story_id}".encode()).decode()
+    return global_id("Story", story_id)
 
 
 async def articles(services: Services, settings: Settings, title: str, outlets: range) -> list[int]:
@@ -114,22 +109,11 @@ async def test_a_follower_gets_the_stories_it_follows_as_articles_join(api_url: 
 async def test_a_follower_of_a_merged_story_follows_the_story_it_joined(api_url: str, services: Services,
                                                                        settings: Settings) -> None:  # fmt: skip
     ids = await articles(services, settings, FED, range(2))
-    now = datetime.now(UTC)
-    async with services.engine.begin() as connection:  # two stories of one event, as early articles can make
-        cache = ClusteringCache()
-        state = await cache.catch_up(connection, since=now - timedelta(hours=1))
-        await cache.reserve_ids(connection, 2)
-        old, survivor = [state.create(IncomingArticle(i, FED, "", str(k), now), WEIGHTS).id
-                         for k, i in enumerate(ids)]  # fmt: skip
-        await cache.save(connection, now)
+    old, survivor = await two_stories_of_one_event(services, ids, [FED] * len(ids))
     stream = subscribe_ws(api_url, document("StoryUpdated"), {"id": story_gid(old)})
     first = asyncio.ensure_future(next_data(stream))
     await until_listening(services, STORY_UPDATED_TOPIC, story_id=old)
-    async with services.engine.begin() as connection:
-        cache = ClusteringCache()
-        state = await cache.catch_up(connection, since=now - timedelta(hours=1))
-        state.merge(state.stories[old], state.stories[survivor])
-        await cache.save(connection, now)
+    await merge_story(services, old, survivor)
     await publish_outbox(services)
     merged = await first
     assert (merged["story"]["id"], merged["articleCount"], merged["sourceCount"]) == (story_gid(survivor), 2, 2)
@@ -142,12 +126,11 @@ async def test_a_follower_of_a_merged_story_follows_the_story_it_joined(api_url:
 
 
 async def test_an_id_that_names_no_story_is_an_error_at_subscribe_time(api_url: str, services: Services) -> None:
-    article_id = base64.b64encode(b"Article:1").decode()
+    article_id = global_id("Article", 1)
     async with ws_connection(api_url) as ws:
         for operation, story in (("unknown", story_gid(12345)), ("article", article_id), ("malformed", "x")):
-            payload = {"query": document("StoryUpdated"), "variables": {"id": story}}
-            await ws.send(json.dumps({"id": operation, "type": "subscribe", "payload": payload}))
-            message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            await ws.send(subscribe_message(operation, document("StoryUpdated"), {"id": story}))
+            message = await next_message(ws)
             assert (message["id"], message["type"]) == (operation, "error"), message
             codes = [error.get("extensions", {}).get("code") for error in message["payload"]]
             expected = {"unknown": ["NOT_FOUND"], "article": ["BAD_USER_INPUT"], "malformed": [None]}[operation]

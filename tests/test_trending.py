@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,8 +33,8 @@ from app.trending.windows import TrendingWindow, bucket_seconds, window_buckets
 from app.users.models import EngagementAction
 from jobs.worker import understand_articles_job
 from tests.conftest import GraphQLClient, document
-from tests.test_accounts import sign_up
-from tests.test_stories_ingest import APPLE, FED, stored, two_stories_of_one_event
+from tests.newsroom import global_id, sign_up, two_stories_of_one_event
+from tests.test_stories_ingest import APPLE, FED, stored
 
 NOW = datetime(2026, 11, 20, 12, 0, 30, tzinfo=UTC)
 HOUR, SIX_HOURS = TrendingWindow.HOUR.span, TrendingWindow.SIX_HOURS.span
@@ -112,10 +111,6 @@ async def expire_caches(services: Services) -> None:
         await services.redis.delete(key)
 
 
-def article_id(database_id: int) -> str:
-    return base64.b64encode(f"Article:{database_id}".encode()).decode()
-
-
 async def titles_and_counts(gql: GraphQLClient, **variables: Any) -> list[tuple[str, int, float]]:
     rows = (await gql.run("Trending", **variables))["trending"]
     return [(row["story"]["title"], row["arrivals"], row["engagement"]) for row in rows]
@@ -134,7 +129,7 @@ async def test_trending_through_the_api(gql: GraphQLClient, services: Services, 
     for email in ("a@example.com", "b@example.com"):
         reader = gql.as_(await sign_up(gql, email))
         for action, session in (("SHARE", "s1"), ("READ", "s1"), ("READ", "s2"), ("DISMISS", "s1")):
-            variables = {"articleId": article_id(ids[3]), "action": action, "sessionId": session}
+            variables = {"articleId": global_id("Article", ids[3]), "action": action, "sessionId": session}
             assert (await reader.run("EngagementRecord", **variables))["engagementRecord"]["errors"] == []
     # then the ranking cached for 30 s still answers (whatever `first`: one ranking per window), until it expires
     assert await titles_and_counts(gql, first=5) == [(APPLE[2], 3, 0.0), (FED[0], 1, 0.0)]

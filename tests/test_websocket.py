@@ -5,40 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 import websockets
 
-from app.outbox.models import OutboxEvent
 from app.outbox.relay import relay
 from app.services import Services
 from app.settings import Settings
 from app.stories.velocity import BREAKING_TOPIC
-from tests.conftest import document, serve_api, subscribe_ws, until_listening, ws_connection
+from tests.conftest import (
+    document,
+    next_message,
+    serve_api,
+    subscribe_message,
+    subscribe_ws,
+    until_listening,
+    ws_connection,
+)
+from tests.newsroom import add_breaking_event
 
 HEALTH = "{ health { ok } }"
-
-
-def subscribe(operation: str, query: str, variables: dict[str, Any] | None = None) -> str:
-    return json.dumps({"id": operation, "type": "subscribe", "payload": {"query": query, "variables": variables or {}}})
-
-
-async def received(ws: Any) -> dict[str, Any]:
-    """The next message that is not a ping (pings are answered)."""
-    while True:
-        message: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 10))
-        if message["type"] != "ping":
-            return message
-        await ws.send(json.dumps({"type": "pong"}))
-
-
-async def breaking(services: Services, story_id: int) -> None:
-    payload = {"story_id": story_id, "title": f"Story {story_id}", "source_count": 6, "topics": ["world"],
-               "languages": ["en"], "velocity": 2.3, "at": datetime.now(UTC).isoformat()}  # fmt: skip
-    async with services.db.begin() as session:
-        session.add(OutboxEvent(topic=BREAKING_TOPIC, dedupe_key=f"{BREAKING_TOPIC}:{story_id}", payload=payload))
 
 
 def test_the_defaults() -> None:
@@ -51,20 +37,20 @@ async def test_past_the_cap_a_subscribe_is_refused_and_the_connection_goes_on(se
     capped = settings.model_copy(update={"ws_max_subscriptions": 3})
     async with serve_api(capped, services) as url, ws_connection(url) as ws:
         for operation in ("a", "b", "c"):
-            await ws.send(subscribe(operation, document("BreakingNews")))
+            await ws.send(subscribe_message(operation, document("BreakingNews")))
         await until_listening(services, BREAKING_TOPIC, count=3)
-        await ws.send(subscribe("d", document("BreakingNews")))
-        refused = await received(ws)
+        await ws.send(subscribe_message("d", document("BreakingNews")))
+        refused = await next_message(ws)
         assert (refused["id"], refused["type"]) == ("d", "error")
         assert refused["payload"][0]["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS"
         await ws.send(json.dumps({"id": "a", "type": "complete"}))  # one ends: there is room again
-        await ws.send(subscribe("e", HEALTH))
-        answer = await received(ws)
+        await ws.send(subscribe_message("e", HEALTH))
+        answer = await next_message(ws)
         assert (answer["id"], answer["type"], answer["payload"]["data"]) == ("e", "next", {"health": {"ok": True}})
-        assert (await received(ws))["type"] == "complete"
-        await breaking(services, 1)  # the operations within the cap still run
+        assert (await next_message(ws))["type"] == "complete"
+        await add_breaking_event(services, 1)  # the operations within the cap still run
         await relay(services.engine, services.redis, [BREAKING_TOPIC])
-        delivered = [await received(ws) for _ in range(2)]
+        delivered = [await next_message(ws) for _ in range(2)]
         assert sorted((m["id"], m["type"]) for m in delivered) == [("b", "next"), ("c", "next")]
 
 
@@ -74,14 +60,14 @@ async def test_the_server_pings_each_connection_at_its_interval(settings: Settin
         for _ in range(3):  # ping after ping, each answered
             assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"type": "ping"}
             await ws.send(json.dumps({"type": "pong"}))
-        await ws.send(subscribe("h", HEALTH))  # and the connection serves as before
-        assert (await received(ws))["payload"]["data"] == {"health": {"ok": True}}
+        await ws.send(subscribe_message("h", HEALTH))  # and the connection serves as before
+        assert (await next_message(ws))["payload"]["data"] == {"health": {"ok": True}}
 
 
 async def test_a_peer_that_stops_answering_pings_is_closed(settings: Settings, services: Services) -> None:
     quick = settings.model_copy(update={"ws_keepalive_seconds": 0.1})
     async with serve_api(quick, services) as url, ws_connection(url) as ws:
-        await ws.send(subscribe("b", document("BreakingNews")))
+        await ws.send(subscribe_message("b", document("BreakingNews")))
         messages = []  # never a pong: as far as the server can tell, the peer is gone
         with pytest.raises(websockets.ConnectionClosed) as closed:
             messages.extend([json.loads(await asyncio.wait_for(ws.recv(), 10)) for _ in range(100)])
@@ -101,11 +87,11 @@ async def test_two_api_processes_behind_one_redis_each_deliver_an_event_once(set
             nexts = [asyncio.ensure_future(anext(stream)) for stream in streams]
             for process in (first, second):
                 await until_listening(process, BREAKING_TOPIC)
-            await breaking(services, 41)
+            await add_breaking_event(services, 41)
             assert await relay(services.engine, services.redis, [BREAKING_TOPIC]) == 1
             titles = [(await asyncio.wait_for(n, 10))["payload"]["data"]["breakingNews"]["title"] for n in nexts]
             assert titles == ["Story 41", "Story 41"]
-            await breaking(services, 42)  # once: what each client gets next is the next event, not the first again
+            await add_breaking_event(services, 42)  # once: each client's next is this event, not the first again
             assert await relay(services.engine, services.redis, [BREAKING_TOPIC]) == 1
             after = [(await asyncio.wait_for(anext(s), 10))["payload"]["data"]["breakingNews"]["title"]
                      for s in streams]  # fmt: skip

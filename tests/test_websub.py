@@ -9,7 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import pytest
@@ -82,8 +82,16 @@ async def article_count(services: Services) -> int:
         return int(await session.scalar(select(func.count()).select_from(Article)) or 0)
 
 
-async def subscribed_source(gql: GraphQLClient, feed_server: FeedServer, hub: str, crawl: Crawl,
-                            services: Services) -> tuple[Source, str]:  # fmt: skip
+class Subscription(NamedTuple):
+    source: Source
+    feed_url: str
+    callback: str  # where the hub delivers pushes and asks us to confirm intent
+
+
+@pytest.fixture
+async def subscribed(gql: GraphQLClient, feed_server: FeedServer, hub: str, public_url: str, crawl: Crawl,
+                     services: Services) -> Subscription:  # fmt: skip
+    """A source whose feed (two items) names `hub`: added, crawled once, and its subscription verified by the hub."""
     feed_url = feed_server.url("/pushed.xml")
     feed_server.routes["/pushed.xml"] = Reply(200, hub_feed(feed_url, hub, 2))
     await gql.run("SourceCreate", input={"feedUrl": feed_url})
@@ -93,13 +101,14 @@ async def subscribed_source(gql: GraphQLClient, feed_server: FeedServer, hub: st
         return (await source_row(services)).websub_state == "subscribed"
 
     await wait_for(verified)
-    return await source_row(services), feed_url
+    source = await source_row(services)
+    return Subscription(source, feed_url, f"{public_url}/websub/{source.websub_token}")
 
 
 async def test_a_discovered_hub_is_subscribed_and_its_pushes_ingested(
-    gql: GraphQLClient, feed_server: FeedServer, hub: str, public_url: str, crawl: Crawl, services: Services
+    subscribed: Subscription, feed_server: FeedServer, hub: str, public_url: str, crawl: Crawl, services: Services
 ) -> None:
-    source, feed_url = await subscribed_source(gql, feed_server, hub, crawl, services)
+    source, feed_url, _ = subscribed
     assert (source.websub_hub, source.websub_topic) == (hub, feed_url)
     assert source.websub_lease_expires_at is not None
     assert source.websub_lease_expires_at > datetime.now(UTC) + timedelta(days=9)
@@ -125,16 +134,9 @@ async def test_a_discovered_hub_is_subscribed_and_its_pushes_ingested(
 
 
 async def test_pushes_must_be_signed_with_our_secret(
-    gql: GraphQLClient,
-    feed_server: FeedServer,
-    hub: str,
-    public_url: str,
-    crawl: Crawl,
-    services: Services,
-    api_url: str,
+    subscribed: Subscription, hub: str, crawl: Crawl, services: Services, api_url: str
 ) -> None:
-    source, feed_url = await subscribed_source(gql, feed_server, hub, crawl, services)
-    callback = f"{api_url}/websub/{source.websub_token}"
+    source, feed_url, callback = subscribed
     body = hub_feed(feed_url, hub, 4, start=10)
     good = "sha256=" + hmac.new(str(source.websub_secret).encode(), body, hashlib.sha256).hexdigest()
     async with httpx.AsyncClient() as client:
@@ -157,17 +159,8 @@ async def test_pushes_must_be_signed_with_our_secret(
     assert await article_count(services) == 6
 
 
-async def test_intent_is_confirmed_only_for_what_we_asked(
-    gql: GraphQLClient,
-    feed_server: FeedServer,
-    hub: str,
-    public_url: str,
-    crawl: Crawl,
-    services: Services,
-    api_url: str,
-) -> None:
-    source, feed_url = await subscribed_source(gql, feed_server, hub, crawl, services)
-    callback = f"{api_url}/websub/{source.websub_token}"
+async def test_intent_is_confirmed_only_for_what_we_asked(subscribed: Subscription, services: Services) -> None:
+    _, feed_url, callback = subscribed
     async with httpx.AsyncClient() as client:
         wrong_topic = await client.get(callback, params={"hub.mode": "subscribe", "hub.topic": "http://evil.example/",
                                                          "hub.challenge": "x"})  # fmt: skip
@@ -180,19 +173,10 @@ async def test_intent_is_confirmed_only_for_what_we_asked(
     assert (await source_row(services)).websub_state == "subscribed"
 
 
-async def test_leases_are_renewed_before_they_end(
-    gql: GraphQLClient,
-    feed_server: FeedServer,
-    hub: str,
-    public_url: str,
-    crawl: Crawl,
-    services: Services,
-    settings: Settings,
-    arq_redis: Any,
-) -> None:
+@pytest.mark.usefixtures("subscribed")
+async def test_leases_are_renewed_before_they_end(hub: str, crawl: Crawl, services: Services, arq_redis: Any) -> None:
     from jobs.worker import websub_renew
 
-    await subscribed_source(gql, feed_server, hub, crawl, services)
     async with services.db.begin() as session:
         await session.execute(update(Source).values(websub_lease_expires_at=datetime.now(UTC) + timedelta(hours=2)))
     assert await websub_renew({"services": services, "redis": arq_redis}) == 1
