@@ -36,7 +36,8 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                               description="Serve GraphQL at /graphql and /healthz.")  # fmt: skip
     _add_bind(api, settings)
 
-    commands.add_parser("worker", help="run an arq worker only: crawl ticks and source refreshes",
+    commands.add_parser("worker", help="run an arq worker only: crawling, WebSub, understanding and clustering, "
+                        "outbox relay, pruning",
                         description="Run one arq worker (needs DATABASE_URL and REDIS_URL). Run several for more "
                         "throughput; they share work through PostgreSQL row locks and the queue.")  # fmt: skip
 

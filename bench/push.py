@@ -55,7 +55,7 @@ from app.sources.models import Source
 from app.stories.store import ClusteringCache
 from app.stories.velocity import BREAKING_TOPIC
 from bench.ingest import scratch_database
-from jobs.worker import understand_articles_job
+from jobs.stories import understand_articles_job
 
 REPO = Path(__file__).resolve().parents[1]
 OUTLETS = 10

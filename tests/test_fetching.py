@@ -212,7 +212,7 @@ async def test_the_connected_address_is_checked_whatever_the_name(feed_server: F
 
 
 async def test_the_fetch_log_keeps_its_retention_window(services: Services, settings: Settings) -> None:
-    from jobs.worker import prune_fetch_log
+    from jobs.crawl import prune_fetch_log
 
     source_id = await add(services, settings, "http://127.0.0.1:9/log")
     now = datetime.now(UTC)

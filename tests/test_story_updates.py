@@ -22,7 +22,7 @@ from app.stories.models import StoryCluster
 from app.stories.service import cluster_articles
 from app.stories.updates import STORY_UPDATED_TOPIC
 from app.stories.velocity import BREAKING_TOPIC
-from jobs.worker import prune_outbox, publish_outbox
+from jobs.outbox import prune_outbox, publish_outbox
 from tests.conftest import document, next_message, subscribe_message, subscribe_ws, until_listening, ws_connection
 from tests.newsroom import global_id, merge_story, two_stories_of_one_event
 

@@ -31,7 +31,7 @@ from app.trending.store import (
 )
 from app.trending.windows import TrendingWindow, bucket_seconds, window_buckets
 from app.users.models import EngagementAction
-from jobs.worker import understand_articles_job
+from jobs.stories import understand_articles_job
 from tests.conftest import GraphQLClient, document
 from tests.newsroom import global_id, sign_up, two_stories_of_one_event
 from tests.test_stories_ingest import APPLE, FED, stored

@@ -175,7 +175,7 @@ async def test_intent_is_confirmed_only_for_what_we_asked(subscribed: Subscripti
 
 @pytest.mark.usefixtures("subscribed")
 async def test_leases_are_renewed_before_they_end(hub: str, crawl: Crawl, services: Services, arq_redis: Any) -> None:
-    from jobs.worker import websub_renew
+    from jobs.websub import websub_renew
 
     async with services.db.begin() as session:
         await session.execute(update(Source).values(websub_lease_expires_at=datetime.now(UTC) + timedelta(hours=2)))

@@ -41,3 +41,20 @@ async def relay(db: AsyncEngine, redis: Redis, topics: Sequence[str], *, limit: 
         if delivered:
             await outbox.mark_delivered(connection, delivered)
     return len(delivered)
+
+
+ROUNDS = 50  # batches `relay_all` publishes per topic at most in one run (then the next run goes on)
+
+
+async def relay_all(db: AsyncEngine, redis: Redis, topics: Sequence[str], *, rounds: int = ROUNDS) -> int:
+    """Publishes every pending event of `topics`, topic by topic in the order given (an earlier topic never waits
+    behind a later one's backlog), batch after batch until a topic is drained, up to `rounds` batches each; returns
+    how many were delivered."""
+    published = 0
+    for topic in topics:
+        for _ in range(rounds):
+            delivered = await relay(db, redis, (topic,))
+            published += delivered
+            if delivered < BATCH:  # drained (or Redis is down: the next run tries again)
+                break
+    return published

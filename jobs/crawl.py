@@ -1,0 +1,83 @@
+"""Crawling jobs: the crawl tick claims due sources, `refresh_source` jobs fetch and store them, hubs' pushes are
+stored at once, and the fetch log is pruned."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import Any
+
+from app.ingest.events import publish_articles_added
+from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
+from app.ingest.scheduler import claim_due_sources
+from app.queue_names import REFRESH_SOURCE, UNDERSTAND_ARTICLES
+from app.services import Services
+from app.sources import repository as sources
+from jobs.maintenance import delete_in_batches
+from jobs.websub import _enqueue_subscribe
+
+log = logging.getLogger(__name__)
+
+
+async def crawl_tick(ctx: dict[str, Any]) -> int:
+    """Claim due sources and enqueue one refresh each, after the claim commits."""
+    services: Services = ctx["services"]
+    async with services.db.begin() as session:
+        claimed = await claim_due_sources(session, services.settings)
+    for source_id in claimed:
+        await ctx["redis"].enqueue_job(
+            REFRESH_SOURCE, source_id, _job_id=f"refresh:{source_id}", _queue_name=services.settings.queue_name
+        )
+    if claimed:
+        log.info("crawl tick claimed %d sources", len(claimed))
+    return len(claimed)
+
+
+async def refresh_source_job(
+    ctx: dict[str, Any], source_id: int, attempt: int = 1, admitted: bool = False
+) -> dict[str, Any]:
+    """Refresh one claimed source; a wait it asks for (politeness, a transient error) becomes a deferred job."""
+    services: Services = ctx["services"]
+    outcome = await refresh_source(
+        services.engine, ctx["http"], services.settings, source_id,
+        politeness=ctx["politeness"], attempt=attempt, admitted=admitted,
+    )  # fmt: skip
+    if outcome.status in ("retry", "deferred"):
+        await ctx["redis"].enqueue_job(
+            REFRESH_SOURCE,
+            source_id,
+            attempt + 1 if outcome.status == "retry" else attempt,
+            outcome.status == "deferred",  # a deferred job already holds its politeness slot
+            _defer_by=outcome.retry_in_s,
+            _queue_name=services.settings.queue_name,
+        )
+    await after_ingest(ctx, source_id, outcome)
+    return {"status": outcome.status, "new": len(outcome.new_article_ids), "error": outcome.error_class}
+
+
+async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutcome) -> None:
+    """What follows a committed ingest: new articles announced, a discovered hub subscribed to."""
+    services: Services = ctx["services"]
+    await publish_articles_added(services.redis, source_id, outcome.new_article_ids)
+    if outcome.new_article_ids:
+        await ctx["redis"].enqueue_job(
+            UNDERSTAND_ARTICLES, outcome.new_article_ids, _queue_name=services.settings.queue_name
+        )
+    if outcome.subscribe is not None:
+        await _enqueue_subscribe(ctx, source_id, outcome.subscribe.hub, outcome.subscribe.topic)
+
+
+async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, content_type: str | None) -> str:
+    """A hub pushed new entries: store them at once."""
+    services: Services = ctx["services"]
+    outcome = await ingest_body(services.engine, services.settings, source_id, body, content_type)
+    await after_ingest(ctx, source_id, outcome)
+    return outcome.status
+
+
+async def prune_fetch_log(ctx: dict[str, Any]) -> int:
+    """Hourly: the fetch log keeps its retention window and no more."""
+    services: Services = ctx["services"]
+    cutoff = datetime.now(UTC) - timedelta(days=services.settings.fetch_log_retention_days)
+    return await delete_in_batches(services.engine, partial(sources.prune_fetch_log, older_than=cutoff))
