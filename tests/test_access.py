@@ -4,10 +4,13 @@ unchecked."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import json
 from typing import Any
 
 import httpx
+import websockets
 from sqlalchemy import func, update
 
 from app.api.asgi import create_app
@@ -122,3 +125,31 @@ async def test_checked_credentials_are_reused_briefly_and_forgotten_on_sign_out(
         assert (await ask("{ viewer { email } }", token))["data"]["viewer"] is not None  # still within its seconds
         await ask("mutation { logOut { revoked } }", token)
         assert (await ask("{ viewer { email } }", token))["data"]["viewer"] is None  # forgotten at once
+
+
+async def test_signing_out_ends_what_an_open_websocket_may_do(api_url: str, gql: GraphQLClient) -> None:
+    token = await sign_up(gql, "d@example.com")
+    url = api_url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=["graphql-transport-ws"]) as ws:  # type: ignore[list-item]
+        await ws.send(json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+
+        async def viewer(operation: str) -> Any:
+            await ws.send(json.dumps({"id": operation, "type": "subscribe", "payload": {"query": VIEWER}}))
+            while (message := json.loads(await asyncio.wait_for(ws.recv(), 10)))["type"] != "next":
+                pass
+            return message["payload"]["data"]["viewer"]
+
+        assert (await viewer("before"))["email"] == "d@example.com"
+        assert (await gql.as_(token).post("mutation { logOut { revoked } }"))["data"]["logOut"]["revoked"] == 1
+        assert await viewer("after") is None  # the socket is still open; its credential is not good any more
+
+
+async def test_a_dead_session_token_cannot_end_the_live_ones(gql: GraphQLClient) -> None:
+    old = await sign_up(gql, "e@example.com")
+    await gql.as_(old).post("mutation { logOut { revoked } }")
+    live = (await gql.post('mutation { logIn(input: {email: "e@example.com", password: "correct horse battery"}) '
+                           "{ token } }"))["data"]["logIn"]["token"]  # fmt: skip
+    leaked = await gql.as_(old).post("mutation { logOut(everywhere: true) { revoked } }")
+    assert leaked["data"]["logOut"]["revoked"] == 0
+    assert (await gql.as_(live).post(VIEWER))["data"]["viewer"]["email"] == "e@example.com"

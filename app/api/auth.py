@@ -39,24 +39,25 @@ async def viewer(info: Info) -> User | None:
 
 
 class Credentials:
-    """Bearer credentials this process resolved recently (token digest -> user, or None for a refused one), kept
-    `NEWSAGG_AUTH_CACHE_SECONDS`: a feed page served from cache then costs no database round trip. Signing out and
-    revoking a key here forget them all at once; elsewhere a revocation takes effect within that many seconds."""
+    """Bearer credentials this process resolved recently (token digest -> user), kept `NEWSAGG_AUTH_CACHE_SECONDS`: a
+    feed page served from cache then costs no database round trip. Only accepted credentials are kept (made-up
+    tokens cannot crowd them out), the oldest leaving first past LIMIT. Signing out and revoking a key here forget
+    them all at once; elsewhere a revocation takes effect within that many seconds."""
 
     LIMIT = 10_000
 
     def __init__(self) -> None:
-        self._seen: dict[str, tuple[float, User | None]] = {}
+        self._seen: dict[str, tuple[float, User]] = {}
 
-    def get(self, token: str, ttl_s: float) -> tuple[bool, User | None]:
+    def get(self, token: str, ttl_s: float) -> User | None:
         found = self._seen.get(digest(token))
         if found is None or time.monotonic() - found[0] >= ttl_s:
-            return False, None
-        return True, found[1]
+            return None
+        return found[1]
 
-    def put(self, token: str, user: User | None) -> None:
-        if len(self._seen) >= self.LIMIT:
-            self._seen.clear()
+    def put(self, token: str, user: User) -> None:
+        while len(self._seen) >= self.LIMIT:
+            del self._seen[next(iter(self._seen))]
         self._seen[digest(token)] = (time.monotonic(), user)
 
     def forget_all(self) -> None:
@@ -67,20 +68,31 @@ CREDENTIALS = Credentials()
 
 
 async def viewer_of(context: Context) -> User | None:
-    if _VIEWER not in context.extra:
-        token = bearer(context)
-        user = None
-        if token:
-            ttl = context.services.settings.auth_cache_seconds
-            known, user = CREDENTIALS.get(token, ttl) if ttl > 0 else (False, None)
-            if not known:
-                async with context.services.db.begin() as session:
-                    user = await authenticate(session, token)
-                if ttl > 0:
-                    CREDENTIALS.put(token, user)
+    """Over HTTP, resolved once per request. A WebSocket's context lives as long as the connection and serves every
+    operation on it, so there the credential is checked again for each operation: signing out ends what the open
+    socket may do."""
+    per_request = not isinstance(context.connection_params, dict)
+    if per_request and _VIEWER in context.extra:
+        remembered: User | None = context.extra[_VIEWER]
+        return remembered
+    user = await _authenticated(context)
+    if per_request:
         context.extra[_VIEWER] = user
-    found: User | None = context.extra[_VIEWER]
-    return found
+    return user
+
+
+async def _authenticated(context: Context) -> User | None:
+    token = bearer(context)
+    if not token:
+        return None
+    ttl = context.services.settings.auth_cache_seconds
+    user = CREDENTIALS.get(token, ttl) if ttl > 0 else None
+    if user is None:
+        async with context.services.db.begin() as session:
+            user = await authenticate(session, token)
+        if user is not None and ttl > 0:
+            CREDENTIALS.put(token, user)
+    return user
 
 
 async def require_viewer(info: Info) -> User:

@@ -36,6 +36,9 @@ def _by_key(
     return DataLoader(load_fn=load)
 
 
+_EVENT_LOADERS = "_loaders"
+
+
 @dataclass(frozen=True)
 class Loaders:
     source_by_id: DataLoader[int, Source | None]
@@ -44,6 +47,16 @@ class Loaders:
     story_by_id: DataLoader[int, StoryCluster | None]
     coverage_by_story: DataLoader[CoverageRequest, CoveragePage]
     latest_articles_by_story: DataLoader[tuple[int, int], list[Article]]  # (story id, how many)
+
+    @classmethod
+    def for_event(cls, db: async_sessionmaker[AsyncSession], event: dict[str, Any]) -> Loaders:
+        """Loaders shared by every subscriber of this process that receives `event` (the broadcaster hands them all
+        the same object): 5,000 subscribers asking for its story make one query per hop, not 5,000. They live as
+        long as the event, so what a long-lived connection resolves is never stale and its caches never grow."""
+        loaders: Loaders | None = event.get(_EVENT_LOADERS)
+        if loaders is None:
+            loaders = event[_EVENT_LOADERS] = cls.for_request(db)
+        return loaders
 
     @classmethod
     def for_request(cls, db: async_sessionmaker[AsyncSession]) -> Loaders:

@@ -17,22 +17,16 @@ from app.api.types.article import ArticleNode
 from app.api.types.breaking import BreakingEvent
 from app.api.types.enums import TopicEnum
 from app.api.types.story_update import StoryUpdate, current_story, follow_story
-from app.articles import repository as articles
 from app.ingest.events import ARTICLES_ADDED
-from app.services import Services
+from app.stories.models import StoryCluster
 from app.stories.velocity import BREAKING_TOPIC
 
-_LOADERS = "_loaders"
 
-
-def event_loaders(services: Services, event: dict[str, Any]) -> Loaders:
-    """DataLoaders shared by every subscriber of this process that receives this event (the broadcaster hands them
-    all the same object): 5,000 subscribers asking for the story and its lead article make one query per hop, not
-    5,000. They live as long as the event, so a long-lived connection's loaders never grow."""
-    loaders: Loaders | None = event.get(_LOADERS)
-    if loaders is None:
-        loaders = event[_LOADERS] = Loaders.for_request(services.db)
-    return loaders
+def _resolving(info: Info, event: dict[str, Any] | None) -> None:
+    """What a subscription yields for an event resolves with that event's loaders (Loaders.for_event): shared by
+    every subscriber of the process, fresh for each event. A value with no event gets loaders of its own."""
+    db = info.context.services.db
+    info.context.loaders = Loaders.for_event(db, event) if event is not None else Loaders.for_request(db)
 
 
 @strawberry.type
@@ -46,9 +40,9 @@ class Subscription:
         async for event in services.broadcaster.subscribe(ARTICLES_ADDED):
             if wanted is not None and event.get("source_id") != wanted:
                 continue
-            async with services.db() as session:  # one query per event; a subscription's loaders would only grow
-                rows = await articles.articles_by_ids(session, event["article_ids"])
-            for row in sorted(rows, key=lambda r: r.id):
+            _resolving(info, event)
+            rows = await info.context.loaders.article_by_id.load_many(event["article_ids"])
+            for row in sorted((r for r in rows if r is not None), key=lambda r: r.id):
                 yield ArticleNode.from_model(row)
 
     @strawberry.subscription(description="Stories as they become breaking (each once), optionally only about some "
@@ -69,7 +63,7 @@ class Subscription:
             except (KeyError, TypeError, ValueError):
                 continue  # not an event this version understands
             if found.wanted(wanted_topics, wanted_languages):
-                info.context.loaders = event_loaders(info.context.services, event)
+                _resolving(info, event)
                 yield found
 
     @strawberry.subscription(description="Live full coverage of one story: an update each time articles join it (a "
@@ -81,4 +75,10 @@ class Subscription:
         story = await current_story(services, id_of(id, "Story", "id"))
         if story is None:
             raise BadRequest("NOT_FOUND", "no story has this id")
-        return follow_story(services, story)
+        return _updates(info, story)
+
+
+async def _updates(info: Info, story: StoryCluster) -> AsyncGenerator[StoryUpdate, None]:
+    async for update in follow_story(info.context.services, story):
+        _resolving(info, update.event)
+        yield update

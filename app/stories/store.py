@@ -142,6 +142,8 @@ class ClusteringCache:
         await announce_updates(connection, [state.stories[i] for i in sorted(grown) if i in state.stories], retired,
                                int(revision or 0))  # fmt: skip
         state.changed, state.placed, state.merged_into, self.reserved = set(), {}, {}, set()
+        # at ingest the merge job picks its own drivers (service.merge_stories); kept, this set would only grow
+        state.since_merge = set()
         self.story_revision = self.vocabulary_revision = int(revision or 0)
         return placed
 

@@ -93,8 +93,11 @@ async def start_session(session: AsyncSession, user: User, lifetime: timedelta) 
 
 
 async def log_out(session: AsyncSession, token: str, *, everywhere: bool = False) -> int:
-    """Revokes this session (or every session of its user); returns how many were revoked."""
-    current = await session.scalar(select(UserSession).where(UserSession.token_hash == digest(token)))
+    """Revokes this session (or every session of its user); returns how many were revoked. Only a live session may:
+    a leaked token that is already revoked or expired ends nothing."""
+    current = await session.scalar(select(UserSession).where(
+        UserSession.token_hash == digest(token), UserSession.revoked_at.is_(None),
+        UserSession.expires_at > func.now()))  # fmt: skip
     if current is None:
         return 0
     condition = UserSession.user_id == current.user_id if everywhere else UserSession.id == current.id

@@ -3,7 +3,6 @@ outlet, a new count), and follows the story a merge folds it into."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator
 from datetime import datetime
 from typing import Any
@@ -11,13 +10,11 @@ from typing import Any
 import strawberry
 
 from app.api.context import Info
-from app.api.types.story import StoryNode
+from app.api.types.story import StoryNode, load_story
 from app.services import Services
 from app.stories import repository as stories
 from app.stories.models import StoryCluster
 from app.stories.updates import STORY_UPDATED_TOPIC
-
-_SHARED_LOAD = "_story_load"  # set on an event every local subscriber shares: the story is loaded once for all
 
 
 @strawberry.type(name="StoryUpdate", description="Articles joined a story (or it was merged into another).")
@@ -31,8 +28,9 @@ class StoryUpdate:
 
     @strawberry.field(description="The story as it is now: its title, representative and coverage.")
     async def story(self, info: Info) -> StoryNode | None:
-        row = self.loaded or await shared_story(info.context.services, self.event or {}, self.story_id)
-        return StoryNode.from_model(row) if row else None
+        if self.loaded is not None:
+            return StoryNode.from_model(self.loaded)
+        return await load_story(info, self.story_id)
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> StoryUpdate:
@@ -50,16 +48,6 @@ async def current_story(services: Services, story_id: int) -> StoryCluster | Non
     """The story an id names now (a merged story's id leads to the one it joined)."""
     async with services.db() as session:
         return (await stories.stories_by_ids(session, [story_id])).get(story_id)
-
-
-async def shared_story(services: Services, event: dict[str, Any], story_id: int) -> StoryCluster | None:
-    """The broadcaster hands one event object to every subscriber in the process: the first to ask for the story
-    loads it, the others await the same load (one query per event, not one per subscriber)."""
-    load = event.get(_SHARED_LOAD)
-    if load is None:
-        load = event[_SHARED_LOAD] = asyncio.ensure_future(current_story(services, story_id))
-    found: StoryCluster | None = await asyncio.shield(load)
-    return found
 
 
 async def follow_story(services: Services, story: StoryCluster) -> AsyncGenerator[StoryUpdate, None]:
