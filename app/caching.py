@@ -14,7 +14,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -39,7 +38,8 @@ class SingleFlightCache:
         self._prefix = prefix
         self._inflight: dict[str, asyncio.Task[str]] = {}
         self.stats = CacheStats()
-        self._versioned = redis.register_script(_VERSIONED)  # EVALSHA: the script is sent once
+        self._versioned = redis.register_script(_VERSIONED)  # EVALSHA: the scripts are sent once
+        self._release = redis.register_script(_RELEASE)
 
     async def get(self, key: str) -> str | None:
         try:
@@ -85,7 +85,7 @@ class SingleFlightCache:
                 return value
             finally:
                 try:
-                    await _release(self._redis, lock, token)
+                    await self._release(keys=[lock], args=[token])  # only if still ours: it may have lapsed
                 except (RedisError, OSError) as error:
                     self._failed(error)
         deadline = time.monotonic() + LOCK_MS / 1000
@@ -130,8 +130,3 @@ class SingleFlightCache:
 
 _VERSIONED = "local v = redis.call('get', KEYS[1]) or '0' return {v, redis.call('get', ARGV[1] .. ':' .. v)}"
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
-
-
-async def _release(redis: Redis, lock: str, token: str) -> None:
-    """Deletes the lock only if it is still ours (it may have lapsed and been taken by another computer)."""
-    await cast(Awaitable[Any], redis.eval(_RELEASE, 1, lock, token))

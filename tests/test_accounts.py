@@ -12,10 +12,10 @@ from sqlalchemy import select, update
 from app.api.asgi import create_app
 from app.articles.models import Article
 from app.articles.repository import NewArticle, insert_new
+from app.feed.versions import version_key as feed_version_key
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
-from app.users.interests import feed_version_key
 from app.users.models import User, UserInterest, UserSession
 from app.users.passwords import hash_password, verify_password
 from tests.conftest import GraphQLClient, document, newsagg

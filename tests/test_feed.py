@@ -8,7 +8,7 @@ import base64
 from datetime import timedelta
 from typing import Any
 
-from app.feed.service import forget_snapshots
+from app.feed.snapshots import forget_snapshots
 from app.services import Services
 from app.settings import Settings
 from tests.conftest import GraphQLClient, count_queries, document
@@ -187,3 +187,15 @@ async def test_topic_feeds_and_breaking(gql: GraphQLClient, services: Services, 
     cursor = (await gql.run("TopicFeed", topic="SPORTS", first=2))["topicFeed"]["pageInfo"]["endCursor"]
     foreign = await gql.post(document("TopicFeed"), {"topic": "WORLD", "after": cursor})
     assert foreign["errors"][0]["extensions"]["code"] == "BAD_CURSOR"
+
+
+async def test_a_first_page_whose_snapshot_was_evicted_ranks_again(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    outlet = await add_source(services, settings, "outlet")
+    await add_story(services, StorySpec("Only story", [outlet]))
+    assert (await gql.run("Feed", first=1))["feed"]["totalCount"] == 1
+    await services.redis.delete(*await services.redis.keys("newsagg:feed:snapshot:*"))  # evicted (memory pressure)
+    await services.redis.delete(*await services.redis.keys("newsagg:cache:response:*"))
+    forget_snapshots()
+    assert (await gql.run("Feed", first=1))["feed"]["totalCount"] == 1  # the pointer outlived it: ranked afresh

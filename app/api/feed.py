@@ -19,17 +19,16 @@ from app.api.context import Info
 from app.api.errors import BadRequest, bad_cursor
 from app.api.filters import language_codes
 from app.api.relay import after_time_key, build_connection, decode_cursor, encode_cursor, page_size
-from app.api.response_cache import limit_max_age
+from app.api.response_cache import FEED_VERSION, limit_max_age
 from app.api.types.article import ArticleNode
 from app.api.types.enums import TopicEnum
 from app.api.types.story import StoryNode
 from app.articles import repository as articles
 from app.articles.models import Article
 from app.db import rows
-from app.feed import repository
 from app.feed import service as feeds
+from app.feed import snapshots
 from app.feed.ranking import FreshnessClass
-from app.sources import repository as sources
 from app.sources.models import Source
 from app.stories import repository as stories
 from app.stories.models import StoryCluster
@@ -96,16 +95,17 @@ class FeedConnection:
     total_count: int = strawberry.field(description="Stories in this ranking.")
 
 
-async def _snapshot(info: Info, scope: feeds.FeedScope, after: str | None) -> tuple[feeds.Snapshot, int]:
+async def _snapshot(info: Info, scope: feeds.FeedScope, after: str | None) -> tuple[snapshots.Snapshot, int]:
     services = info.context.services
     if after is None:
-        return await feeds.current(services, scope, datetime.now(UTC)), 0
+        version = info.context.extra.get(FEED_VERSION)  # read already by the response cache, if it ran
+        return await feeds.current(services, scope, datetime.now(UTC), version), 0
     snapshot_id, offset = decode_cursor(CURSOR, after, 2)
     if not isinstance(snapshot_id, str) or not isinstance(offset, int) or offset < 0:
         raise bad_cursor()
     try:
         found = await feeds.snapshot(services, snapshot_id)
-    except feeds.SnapshotMissing:
+    except snapshots.SnapshotMissing:
         raise BadRequest("CURSOR_EXPIRED", "this feed's ranking has expired: start again from the first page") from None
     if found.scope != scope.key:
         raise bad_cursor("the cursor belongs to another feed (another reader, language or topic)")
@@ -116,7 +116,7 @@ PAGE_MIN_SECONDS = 5.0  # the rows of a page of an older ranking (walking a feed
 NEWEST_SECONDS = 15.0  # a newest-first list is reused this long
 
 
-async def _page(info: Info, snapshot: feeds.Snapshot, offset: int, size: int) -> FeedConnection:
+async def _page(info: Info, snapshot: snapshots.Snapshot, offset: int, size: int) -> FeedConnection:
     items = snapshot.items[offset : offset + size]
     age = (datetime.now(UTC) - snapshot.ranked_at).total_seconds()
     fresh_for = max(info.context.services.settings.feed_cache_seconds - age, PAGE_MIN_SECONDS)
@@ -143,14 +143,16 @@ async def _page(info: Info, snapshot: feeds.Snapshot, offset: int, size: int) ->
     )  # fmt: skip
 
 
-def _signals(item: feeds.Item) -> RankingSignals:
+def _signals(item: snapshots.Item) -> RankingSignals:
     s = item.signals
     return RankingSignals(relevance=s.relevance, freshness=s.freshness, freshness_class=s.freshness_class,
                           quality=s.quality, trending=s.trending, diversity=s.diversity,
                           breaking_boost=s.breaking_boost, read_penalty=s.read_penalty, score=s.score)  # fmt: skip
 
 
-async def _prime(info: Info, snapshot: feeds.Snapshot, offset: int, items: list[feeds.Item], ttl_s: float) -> None:
+async def _prime(
+    info: Info, snapshot: snapshots.Snapshot, offset: int, items: list[snapshots.Item], ttl_s: float
+) -> None:
     """The page's stories, lead articles and their sources, from the page cache (filled on a miss)."""
     services, loaders = info.context.services, info.context.loaders
 
@@ -159,12 +161,11 @@ async def _prime(info: Info, snapshot: feeds.Snapshot, offset: int, items: list[
             found = await stories.stories_by_ids(session, [i.story_id for i in items])
             leads = {i.article_id or (s.representative_article_id if (s := found.get(i.story_id)) else None)
                      for i in items} - {None}  # fmt: skip
-            lead_rows = await articles.articles_by_ids(session, [a for a in leads if a is not None])
-            source_rows = await sources.sources_by_ids(session, list({a.source_id for a in lead_rows}))
+            lead_rows = await articles.articles_with_sources(session, [a for a in leads if a is not None])
         return json.dumps({
             "stories": [[requested, rows.dump(s, STORY_SKIP)] for requested, s in found.items()],
-            "articles": [rows.dump(a, ARTICLE_SKIP) for a in lead_rows],
-            "sources": [rows.dump(s) for s in source_rows],
+            "articles": [rows.dump(a, ARTICLE_SKIP) for a, _ in lead_rows],
+            "sources": [rows.dump(s) for s in {source.id: source for _, source in lead_rows}.values()],
         }, separators=(",", ":"))  # fmt: skip
 
     key = f"feed-page:{snapshot.id}:{offset}:{len(items)}"
@@ -174,16 +175,16 @@ async def _prime(info: Info, snapshot: feeds.Snapshot, offset: int, items: list[
     loaders.source_by_id.prime_many({s["id"]: rows.load(Source, s) for s in cached["sources"]})
 
 
-def _size(info: Info, first: int | None) -> int:
-    settings = info.context.services.settings
-    return page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
+def _languages(languages: list[str] | None) -> tuple[str, ...]:
+    """In one order, each once: ["fr", "en"] and ["en", "fr", "en"] are one feed, with one ranking and its cursors."""
+    return tuple(sorted(set(language_codes(languages))))
 
 
 async def feed(info: Info, first: int | None = None, after: str | None = None,
                languages: list[str] | None = None) -> FeedConnection:  # fmt: skip
-    size = _size(info, first)
+    size = page_size(first, info.context.services.settings)
     user = await auth.viewer(info)
-    scope = feeds.FeedScope(user.id if user else None, tuple(language_codes(languages)))
+    scope = feeds.FeedScope(user.id if user else None, _languages(languages))
     snapshot, offset = await _snapshot(info, scope, after)
     return await _page(info, snapshot, offset, size)
 
@@ -196,8 +197,8 @@ async def topic_feed(
     after: str | None = None,
     languages: list[str] | None = None,
 ) -> FeedConnection:
-    size = _size(info, first)
-    codes = tuple(language_codes(languages))
+    size = page_size(first, info.context.services.settings)
+    codes = _languages(languages)
     if sort is TopicFeedSort.RELEVANCE:
         snapshot, offset = await _snapshot(info, feeds.FeedScope(None, codes, Topic(topic).value), after)
         return await _page(info, snapshot, offset, size)
@@ -210,7 +211,9 @@ async def _newest(info: Info, topic: str, languages: tuple[str, ...], size: int,
     key = after_time_key(kind, after)
     limit_max_age(info.context, NEWEST_SECONDS)
     async with info.context.services.db() as session:
-        found = await repository.newest_stories(session, limit=size + 1, after=key, topic=topic, languages=languages)
+        found = await stories.latest_stories(
+            session, limit=size + 1, after=key, topics=[topic], languages=languages, by=stories.BY_APPEARANCE
+        )
     edges = [FeedEdge(cursor=encode_cursor(kind, [s.first_seen_at.isoformat(), s.id]),
                       node=FeedItem(story=StoryNode.from_model(s), article_id=None, ranking_signals=None))
              for s in found[:size]]  # fmt: skip
@@ -225,11 +228,11 @@ async def _newest(info: Info, topic: str, languages: tuple[str, ...], size: int,
 
 async def breaking(info: Info, first: int | None = None, after: str | None = None,
                    languages: list[str] | None = None) -> relay.Connection[StoryNode]:  # fmt: skip
-    size = _size(info, first)
+    size = page_size(first, info.context.services.settings)
     key = after_time_key(BREAKING_CURSOR, after)
     async with info.context.services.db() as session:
-        found = await repository.breaking_stories(session, limit=size + 1, after=key,
-                                                  languages=language_codes(languages))  # fmt: skip
+        found = await stories.latest_stories(session, limit=size + 1, after=key, languages=language_codes(languages),
+                                             by=stories.BY_BREAKING, breaking_only=True)  # fmt: skip
     return build_connection(
         found, size=size, had_cursor=after is not None, kind=BREAKING_CURSOR,
         key=lambda s: [(s.breaking_started_at or s.first_seen_at).isoformat(), s.id], node=StoryNode.from_model,

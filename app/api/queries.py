@@ -39,11 +39,6 @@ class Health:
     redis_latency_ms: float
 
 
-def _size(info: Info, first: int | None) -> int:
-    settings = info.context.services.settings
-    return page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
-
-
 @strawberry.type
 class Query:
     @strawberry.field(description="Any object by its global id.")
@@ -58,7 +53,7 @@ class Query:
         after: str | None = None,
         status: SourceStatusEnum | None = None,  # type: ignore[valid-type]
     ) -> relay.Connection[SourceNode]:
-        size = _size(info, first)
+        size = page_size(first, info.context.services.settings)
         after_id = after_id_key("source", after)
         async with info.context.services.db() as session:
             rows = await sources.list_sources(session, limit=size + 1, after_id=after_id, status=status)
@@ -87,7 +82,7 @@ class Query:
         languages: list[str] | None = None,
         topics: list[TopicEnum] | None = None,  # type: ignore[valid-type]
     ) -> relay.Connection[ArticleNode]:
-        size = _size(info, first)
+        size = page_size(first, info.context.services.settings)
         after_key = after_time_key("article", after)
         source = id_of(source_id, "Source", "sourceId") if source_id else None
         async with info.context.services.db() as session:
@@ -114,7 +109,7 @@ class Query:
         topics: list[TopicEnum] | None = None,  # type: ignore[valid-type]
         languages: list[str] | None = None,
     ) -> relay.Connection[StoryNode]:
-        size = _size(info, first)
+        size = page_size(first, info.context.services.settings)
         after_key = after_time_key("story", after)
         async with info.context.services.db() as session:
             rows = await story_queries.latest_stories(session, limit=size + 1, after=after_key,
@@ -130,7 +125,7 @@ class Query:
     async def breaking_events(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> relay.Connection[BreakingEvent]:
-        size = _size(info, first)
+        size = page_size(first, info.context.services.settings)
         after_key = after_id_key(BREAKING_CURSOR, after)
         async with info.context.services.db() as session:
             rows = await outbox.events_after(session, BREAKING_TOPIC, after=after_key, limit=size + 1)

@@ -13,6 +13,7 @@ from strawberry import relay
 from strawberry.dataloader import DataLoader
 
 from app.api.errors import bad_argument, bad_cursor
+from app.settings import Settings
 
 T = TypeVar("T", bound=relay.Node)
 N = TypeVar("N", bound=relay.Node)
@@ -90,11 +91,12 @@ def id_of(global_id: relay.GlobalID, type_name: str, argument: str) -> int:
     return database_id(global_id.node_id)
 
 
-def page_size(first: int | None, *, default: int, maximum: int) -> int:
+def page_size(first: int | None, settings: Settings) -> int:
+    """`first` as asked, or the default; BAD_USER_INPUT outside 0..page_size_max."""
     if first is None:
-        return default
-    if first < 0 or first > maximum:
-        raise bad_argument(f"`first` must be between 0 and {maximum}, got {first}")
+        return settings.page_size_default
+    if first < 0 or first > settings.page_size_max:
+        raise bad_argument(f"`first` must be between 0 and {settings.page_size_max}, got {first}")
     return first
 
 

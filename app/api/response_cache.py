@@ -20,13 +20,14 @@ from strawberry.extensions import SchemaExtension
 
 from app.api import auth
 from app.api.context import Context
-from app.users.interests import feed_version_key
+from app.feed import versions
 from graphql import FieldNode, OperationDefinitionNode, OperationType
 
 PERSONAL = "feed"
 
 
 MAX_AGE = "max_age"
+FEED_VERSION = "feed_version"  # the reader's feed version, as read here: the feed resolver need not read it again
 
 
 def lifetimes(feed_seconds: float) -> dict[str, float]:
@@ -73,6 +74,10 @@ class ResponseCache(SchemaExtension):
             cached = await cache.get(key)
         else:  # one round trip: the reader's feed version, and their page under it
             version, cached = await cache.get_versioned(version_key, key)
+            if version < 0:  # Redis cannot say: answer uncached
+                yield
+                return
+            app.extra[FEED_VERSION] = version
             key = f"{key}:{version}"
         if cached is not None:
             context.result = GraphQLExecutionResult(data=CachedData(cached))
@@ -91,7 +96,7 @@ class ResponseCache(SchemaExtension):
         if PERSONAL in fields:
             user = await auth.viewer_of(app)
             if user is not None:
-                scope, version_key = f"user:{user.id}", feed_version_key(user.id)
+                scope, version_key = f"user:{user.id}", versions.version_key(user.id)
         raw = json.dumps([context.query, context.operation_name, context.variables, scope], sort_keys=True,
                          default=str)  # fmt: skip
         return "response:" + hashlib.sha256(raw.encode()).hexdigest(), version_key

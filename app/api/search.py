@@ -83,8 +83,7 @@ async def search(
     first: int | None = None,
     after: str | None = None,
 ) -> SearchConnection:
-    settings = info.context.services.settings
-    size = page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
+    size = page_size(first, info.context.services.settings)
     if sources and len(sources) > MAX_SOURCES:
         raise bad_argument(f"`sources`: at most {MAX_SOURCES}")
     now = datetime.now(UTC)

@@ -50,8 +50,7 @@ async def trending_stories(
     window: TrendingWindowEnum = TrendingWindow.HOUR,  # type: ignore[valid-type]
     first: int | None = None,
 ) -> list[TrendingStory]:
-    settings = info.context.services.settings
-    size = page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
+    size = page_size(first, info.context.services.settings)
     chosen = TrendingWindow(window)
 
     async def compute() -> str:

@@ -90,7 +90,6 @@ class Signals:
 @dataclass(frozen=True, slots=True)
 class Ranked:
     story_id: int
-    lead_source_id: int | None
     signals: Signals
 
 
@@ -186,7 +185,7 @@ def rank(candidates: Sequence[Candidate], profile: Profile, trending: Mapping[in
         if lead is not None:
             per_source[lead] = per_source.get(lead, 0) + 1
         c = candidates[best]
-        placed.append(Ranked(c.story_id, lead, Signals(
+        placed.append(Ranked(c.story_id, Signals(
             relevance=float(rel[best]), freshness=float(fresh[best]), freshness_class=freshness_class(c),
             quality=float(qual[best]), trending=float(trend[best]), diversity=novelty,
             breaking_boost=float(boost[best]), read_penalty=float(penalty[best]),

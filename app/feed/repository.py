@@ -1,29 +1,31 @@
-"""Every query the feeds make: candidate stories, a reader's profile, stand-in lead articles, breaking stories."""
+"""Every query the feeds make: candidate stories, a reader's profile, stand-in lead articles."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select, text, tuple_
+from sqlalchemy import select, text
 
 from app.db.engine import Executor
-from app.feed.ranking import Candidate
-from app.stories.models import StoryCluster
+from app.feed.ranking import DECAY_PER_HOUR, WEIGHTS, Candidate, FreshnessClass
 from app.users.models import SourceFollow, SourceMute
 
-# A cheap first cut in SQL, shaped like the ranking (freshness, coverage, breaking, the reader's topics), so the
-# few hundred stories the ranker sees are the ones it would rank highest.
+# A cheap first cut in SQL, shaped like the ranking with its own weights (freshness at the regular decay, coverage's
+# share of quality, the reader's topics; breaking stands in for its boost), so the few hundred stories the ranker
+# sees are the ones it would rank highest.
+FIRST_CUT_BREAKING = 0.2
 _CANDIDATES = """
     WITH best AS (
         SELECT s.id, s.title, s.topics, s.topic_counts, s.source_ids, s.source_count, s.last_updated_at,
                s.is_breaking, s.representative_article_id
         FROM story_clusters s
         WHERE s.merged_into_id IS NULL AND s.last_updated_at >= :since {filters}
-        ORDER BY 0.25 * exp(-0.1 * greatest(CAST(extract(epoch FROM (:now - s.last_updated_at)) AS float8) / 3600, 0))
-                 + 0.12 * least(s.source_count, 5) / 5.0
-                 + CASE WHEN s.is_breaking THEN 0.2 ELSE 0 END
-                 + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN 0.35 ELSE 0 END DESC,
+        ORDER BY {freshness} * exp(-{decay} * greatest(CAST(extract(epoch FROM (:now - s.last_updated_at)) AS float8)
+                                                        / 3600, 0))
+                 + {coverage} * least(s.source_count, 5) / 5.0
+                 + CASE WHEN s.is_breaking THEN {breaking} ELSE 0 END
+                 + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN {relevance} ELSE 0 END DESC,
                  s.id DESC
         LIMIT :limit
     )
@@ -32,14 +34,21 @@ _CANDIDATES = """
     LEFT JOIN articles a ON a.id = best.representative_article_id
     LEFT JOIN sources src ON src.id = a.source_id
     ORDER BY best.id DESC
-"""
+""".format(
+    freshness=WEIGHTS["freshness"],
+    decay=DECAY_PER_HOUR[FreshnessClass.REGULAR],
+    coverage=WEIGHTS["quality"] * 0.6,
+    breaking=FIRST_CUT_BREAKING,
+    relevance=WEIGHTS["relevance"],
+    filters="{filters}",
+)
 
 
 async def candidates(db: Executor, *, now: datetime, since: datetime, limit: int, languages: Sequence[str] = (),
                      topic: str | None = None, muted: Sequence[int] = (),
                      interests: Sequence[str] = ()) -> list[Candidate]:  # fmt: skip
-    """Live stories updated since `since`, best first by the first cut: with an article in any of `languages`,
-    about `topic`, and not covered only by `muted` sources."""
+    """The `limit` live stories updated since `since` that the first cut ranks best (returned newest id first): with
+    an article in any of `languages`, about `topic`, and not covered only by `muted` sources."""
     filters, params = [], {"now": now, "since": since, "limit": limit, "interests": list(interests)}
     if languages:
         filters.append("AND s.languages && CAST(:languages AS varchar[])")
@@ -92,37 +101,3 @@ _READ_STORIES = text("""
 async def read_stories(db: Executor, user_id: int, since: datetime) -> set[int]:
     """Stories of which the reader opened, read, shared, saved or dismissed an article since `since`."""
     return set(await db.scalars(_READ_STORIES, {"user": user_id, "since": since}))
-
-
-async def breaking_stories(db: Executor, *, limit: int, after: tuple[datetime, int] | None,
-                           languages: Sequence[str] = ()) -> list[StoryCluster]:  # fmt: skip
-    """Stories breaking now, the most recent to break first."""
-    query = (
-        select(StoryCluster)
-        .where(StoryCluster.is_breaking, StoryCluster.merged_into_id.is_(None))
-        .order_by(StoryCluster.breaking_started_at.desc(), StoryCluster.id.desc())
-        .limit(limit)
-    )
-    if languages:
-        query = query.where(StoryCluster.languages.overlap(list(languages)))
-    if after is not None:
-        query = query.where(tuple_(StoryCluster.breaking_started_at, StoryCluster.id) < tuple_(*after))
-    return list(await db.scalars(query))
-
-
-async def newest_stories(db: Executor, *, limit: int, after: tuple[datetime, int] | None, topic: str | None = None,
-                         languages: Sequence[str] = ()) -> list[StoryCluster]:  # fmt: skip
-    """Live stories, the most recent to appear first: a key that never changes, so pages never shift."""
-    query = (
-        select(StoryCluster)
-        .where(StoryCluster.merged_into_id.is_(None))
-        .order_by(StoryCluster.first_seen_at.desc(), StoryCluster.id.desc())
-        .limit(limit)
-    )
-    if topic:
-        query = query.where(StoryCluster.topics.contains([topic]))
-    if languages:
-        query = query.where(StoryCluster.languages.overlap(list(languages)))
-    if after is not None:
-        query = query.where(tuple_(StoryCluster.first_seen_at, StoryCluster.id) < tuple_(*after))
-    return list(await db.scalars(query))

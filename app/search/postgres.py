@@ -42,7 +42,6 @@ class SearchHit:
     article_id: int
     story_id: int | None
     score: float
-    published_at: datetime
     title_highlight: str
     summary_highlight: str
     matches_in_story: int
@@ -91,8 +90,6 @@ _SEARCH = """
 async def search(db: Executor, query: SearchQuery, *, now: datetime, limit: int, offset: int) -> list[SearchHit]:
     """Hits best first (or newest first), `limit` of them after skipping `offset`."""
     words = checked(query.text)
-    if not await db.scalar(text("SELECT numnode(websearch_to_tsquery('simple', :query))"), {"query": words}):
-        raise SearchRejected("the query has no searchable word")
     filters, params = [], {"query": words, "now": now, "limit": limit, "offset": offset, "highlight": HIGHLIGHT}
     conditions: list[tuple[str, str, Any]] = [
         ("AND a.topics && CAST(:topics AS varchar[])", "topics", list(query.topics)),
@@ -111,6 +108,9 @@ async def search(db: Executor, query: SearchQuery, *, now: datetime, limit: int,
         outer_order=", ".join(f"page.{part}" for part in inner.split(", ")), rank_weight=RANK_WEIGHT,
         fresh_weight=FRESHNESS_WEIGHT, half_life=FRESHNESS_HALF_LIFE_HOURS,
     )  # fmt: skip
-    rows = await db.execute(text(sql), params)
-    return [SearchHit(r.id, r.cluster_id, float(r.score), r.published_at, r.title_highlight, r.summary_highlight,
-                      int(r.matches)) for r in rows]  # fmt: skip
+    hits = [SearchHit(r.id, r.cluster_id, float(r.score), r.title_highlight, r.summary_highlight, int(r.matches))
+            for r in await db.execute(text(sql), params)]  # fmt: skip
+    if not hits and not await db.scalar(text("SELECT numnode(websearch_to_tsquery('simple', :query))"),
+                                        {"query": words}):  # fmt: skip
+        raise SearchRejected("the query has no searchable word")  # asked only when nothing matched: one round trip
+    return hits

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import and_, func, or_, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -39,21 +40,31 @@ async def stories_by_ids(db: Executor, ids: Sequence[int]) -> dict[int, StoryClu
     return found
 
 
+# the keys stories are listed by, newest first: each pairs with the id for keyset pages
+BY_UPDATE = StoryCluster.last_updated_at
+BY_APPEARANCE = StoryCluster.first_seen_at  # never changes: pages never shift
+BY_BREAKING = func.coalesce(StoryCluster.breaking_started_at, StoryCluster.first_seen_at)
+
+
 async def latest_stories(db: Executor, *, limit: int, after: tuple[datetime, int] | None,
-                         topics: Sequence[str] = (), languages: Sequence[str] = ()) -> list[StoryCluster]:  # fmt: skip
-    """Most recently updated first; about any of `topics`, with an article in any of `languages`."""
+                         topics: Sequence[str] = (), languages: Sequence[str] = (), by: Any = BY_UPDATE,
+                         breaking_only: bool = False) -> list[StoryCluster]:  # fmt: skip
+    """Live stories, newest first by `by` (most recently updated, by default); about any of `topics`, with an article
+    in any of `languages`, breaking now if `breaking_only`."""
     query = (
         select(StoryCluster)
         .where(StoryCluster.merged_into_id.is_(None))
-        .order_by(StoryCluster.last_updated_at.desc(), StoryCluster.id.desc())
+        .order_by(by.desc(), StoryCluster.id.desc())
         .limit(limit)
     )
+    if breaking_only:
+        query = query.where(StoryCluster.is_breaking)
     if topics:
         query = query.where(StoryCluster.topics.overlap(list(topics)))
     if languages:
         query = query.where(StoryCluster.languages.overlap(list(languages)))
     if after is not None:
-        query = query.where(tuple_(StoryCluster.last_updated_at, StoryCluster.id) < tuple_(*after))
+        query = query.where(tuple_(by, StoryCluster.id) < tuple_(*after))
     return list(await db.scalars(query))
 
 

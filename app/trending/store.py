@@ -130,13 +130,17 @@ async def _read(redis: Redis, window: timedelta, now: datetime, limit: int, *, b
                 pipe.zunionstore(key, weights)
                 pipe.expire(key, SCRATCH_SECONDS)
             pipe.zrange(scratch + ":score", 0, limit - 1, desc=True, withscores=True)
-            top: list[tuple[bytes, float]] = (await pipe.execute())[-1]
+            if not breakdown:  # the score is all that is wanted: drop the scratch key in the same round trip
+                pipe.delete(*unions)
+            top: list[tuple[bytes, float]] = (await pipe.execute())[-1 if breakdown else -2]
         ids = [member.decode() for member, _ in top]
-        async with redis.pipeline(transaction=False) as pipe:
-            for key in list(unions)[1:] if ids else []:
-                pipe.zmscore(key, ids)
-            pipe.delete(*unions)
-            parts: list[list[float | None]] = (await pipe.execute())[:-1]
+        parts: list[list[float | None]] = []
+        if breakdown:
+            async with redis.pipeline(transaction=False) as pipe:
+                for key in list(unions)[1:] if ids else []:
+                    pipe.zmscore(key, ids)
+                pipe.delete(*unions)
+                parts = (await pipe.execute())[:-1]
     except (RedisError, OSError) as error:
         raise TrendingUnavailable("Redis unavailable") from error
     counted, engaged = parts or ([None] * len(ids), [None] * len(ids))

@@ -33,6 +33,7 @@ FORGOTTEN = 1e-3  # weights smaller than this are dropped
 class Recorded:
     recorded: bool  # False: this engagement was already recorded (nothing changed)
     weights: dict[str, float]
+    story_id: int | None = None  # the article's story, if it is in one
 
 
 def decayed(weights: dict[str, float], since: datetime, now: datetime) -> dict[str, float]:
@@ -51,9 +52,12 @@ def moved(weights: dict[str, float], topics: list[str], signal: float) -> dict[s
 
 async def record(session: AsyncSession, user_id: int, article_id: int, action: EngagementAction, session_id: str,
                  dwell_ms: int | None, now: datetime) -> Recorded:  # fmt: skip
-    topics = await session.scalar(select(Article.topics).where(Article.id == article_id))
-    if topics is None:
+    article = (
+        await session.execute(select(Article.topics, Article.cluster_id).where(Article.id == article_id))
+    ).first()
+    if article is None:
         raise AccountRejected(AccountErrorCode.NOT_FOUND, "no such article", "articleId")
+    topics, story_id = article
     inserted = await session.scalar(
         insert(ReadEvent).values(user_id=user_id, article_id=article_id, session_id=session_id, action=action,
                                  dwell_ms=dwell_ms).on_conflict_do_nothing().returning(ReadEvent.id))  # fmt: skip
@@ -62,11 +66,11 @@ async def record(session: AsyncSession, user_id: int, article_id: int, action: E
     assert row is not None
     weights = dict(row.topic_weights)
     if inserted is None:
-        return Recorded(False, weights)
+        return Recorded(False, weights, story_id)
     signal = SIGNAL[action] * (2.0 if action == EngagementAction.READ and (dwell_ms or 0) >= LONG_READ_MS else 1.0)
     weights = moved(decayed(weights, row.updated_at, now), list(topics), signal)
     row.topic_weights, row.version, row.updated_at = weights, row.version + 1, now
-    return Recorded(True, weights)
+    return Recorded(True, weights, story_id)
 
 
 async def interests(session: AsyncSession, user_id: int, now: datetime) -> dict[str, float]:
@@ -76,9 +80,3 @@ async def interests(session: AsyncSession, user_id: int, now: datetime) -> dict[
     for topic in await session.scalars(select(TopicFollow.topic).where(TopicFollow.user_id == user_id)):
         weights[topic] = max(weights.get(topic, 0.0), FOLLOWED)
     return weights
-
-
-def feed_version_key(user_id: int) -> str:
-    """A reader's cached feed pages carry this counter in their keys: bumping it (on any change of interests)
-    invalidates all of them at once."""
-    return f"newsagg:feed-version:{user_id}"

@@ -13,8 +13,9 @@ from app.api.errors import bad_argument
 from app.api.mutations.accounts import AccountError, refused
 from app.api.relay import id_of
 from app.api.types.viewer import TopicWeight, weights_of
+from app.feed import versions
 from app.trending.store import ACTION_WEIGHTS, record_reader_engagement
-from app.users.interests import feed_version_key, record
+from app.users.interests import record
 from app.users.models import EngagementAction
 from app.users.service import AccountRejected
 
@@ -42,23 +43,15 @@ async def engagement_record(
         raise bad_argument(f"`sessionId` has 1 to {MAX_SESSION_ID} characters")
     if dwell_ms is not None and not 0 <= dwell_ms <= MAX_DWELL_MS:
         raise bad_argument("`dwellMs` is between 0 and a day")
-    services, article = info.context.services, id_of(article_id, "Article", "articleId")
+    services, article, done = info.context.services, id_of(article_id, "Article", "articleId"), EngagementAction(action)
+    now = datetime.now(UTC)
     try:
         async with services.db.begin() as session:
-            result = await record(session, user.id, article, EngagementAction(action), session_id, dwell_ms,
-                                  datetime.now(UTC))  # fmt: skip
+            result = await record(session, user.id, article, done, session_id, dwell_ms, now)
     except AccountRejected as error:
         return EngagementPayload(recorded=False, interests=[], errors=refused(error))
     if result.recorded:  # after commit: the reader's cached feed pages are stale now
-        await services.redis.incr(feed_version_key(user.id))
-        await _count_towards_trending(info, user.id, article, EngagementAction(action))
+        await versions.bump(services.redis, user.id)
+        if ACTION_WEIGHTS[done] and result.story_id is not None:  # its story gains engagement (once per reader)
+            await record_reader_engagement(services.redis, user.id, result.story_id, done, now)
     return EngagementPayload(recorded=result.recorded, interests=weights_of(result.weights), errors=[])
-
-
-async def _count_towards_trending(info: Info, user_id: int, article_id: int, action: EngagementAction) -> None:
-    """The article's story gains engagement (each reader's action once per story); unclustered articles have none."""
-    if not ACTION_WEIGHTS[action]:
-        return
-    row = await info.context.loaders.article_by_id.load(article_id)
-    if row is not None and row.cluster_id is not None:
-        await record_reader_engagement(info.context.services.redis, user_id, row.cluster_id, action, datetime.now(UTC))

@@ -13,7 +13,7 @@ from app.api.mutations.accounts import AccountError, refused
 from app.api.relay import id_of
 from app.api.types.enums import TopicEnum
 from app.api.types.viewer import Viewer
-from app.feed.service import bump_feed_version
+from app.feed import versions
 from app.topics.keywords import Topic
 from app.users import preferences
 from app.users.models import SourceFollow, SourceMute, User
@@ -35,7 +35,7 @@ async def _topic(info: Info, topic: TopicEnum, follow: bool) -> ViewerPayload:  
     user = await require_viewer(info)
     async with info.context.services.db.begin() as session:
         await preferences.set_topic(session, user.id, Topic(topic).value, follow=follow)
-    await bump_feed_version(info.context.services, user.id)
+    await versions.bump(info.context.services.redis, user.id)
     return _after(user)
 
 
@@ -47,7 +47,7 @@ async def _source(info: Info, source_id: relay.GlobalID, table: type[SourceFollo
             await preferences.set_source(session, user.id, id_of(source_id, "Source", "sourceId"), table=table, on=on)
     except AccountRejected as error:
         return ViewerPayload(viewer=None, errors=refused(error))
-    await bump_feed_version(info.context.services, user.id)
+    await versions.bump(info.context.services.redis, user.id)
     return _after(user)
 
 
@@ -80,6 +80,6 @@ async def preferred_languages_set(info: Info, languages: list[str]) -> ViewerPay
     codes = list(dict.fromkeys(language_codes(languages)))
     async with info.context.services.db.begin() as session:
         await preferences.set_languages(session, user.id, codes)
-    await bump_feed_version(info.context.services, user.id)
+    await versions.bump(info.context.services.redis, user.id)
     user.preferred_languages = codes  # this request's copy of the account, now as stored
     return _after(user)

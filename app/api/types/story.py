@@ -10,7 +10,7 @@ from strawberry import relay
 
 from app.api.context import Info
 from app.api.filters import topics_of
-from app.api.relay import database_id, page_size
+from app.api.relay import load_nodes, page_size
 from app.api.types.article import ArticleNode
 from app.api.types.coverage import CoverageGroupConnection, after_key
 from app.api.types.enums import TopicEnum
@@ -45,8 +45,7 @@ class StoryNode(relay.Node):
     @strawberry.field(description="Full coverage: every article of the story, grouped by outlet (most authoritative "
                                   "first), with near-duplicate copies folded under the article they copy.")  # fmt: skip
     async def coverage(self, info: Info, first: int | None = None, after: str | None = None) -> CoverageGroupConnection:
-        settings = info.context.services.settings
-        size = page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
+        size = page_size(first, info.context.services.settings)
         request = CoverageRequest(self.id, size, after_key(self.id, after))
         page = await info.context.loaders.coverage_by_story.load(request)
         return CoverageGroupConnection.from_page(self.id, page, had_cursor=after is not None)
@@ -56,8 +55,7 @@ class StoryNode(relay.Node):
         deprecation_reason="Use `coverage`: the articles grouped by outlet, copies folded under their original.",
     )
     async def articles(self, info: Info, first: int | None = None) -> list[ArticleNode]:
-        settings = info.context.services.settings
-        size = page_size(first, default=settings.page_size_default, maximum=settings.page_size_max)
+        size = page_size(first, info.context.services.settings)
         rows = await info.context.loaders.latest_articles_by_story.load((self.id, size))
         return [ArticleNode.from_model(a) for a in rows]
 
@@ -75,8 +73,7 @@ class StoryNode(relay.Node):
     async def resolve_nodes(  # type: ignore[override]
         cls, *, info: Info, node_ids: Iterable[str], required: bool = False
     ) -> Iterable[StoryNode | None]:
-        rows = await info.context.loaders.story_by_id.load_many([database_id(i) for i in node_ids])
-        return [cls.from_model(r) if r else None for r in rows]
+        return await load_nodes(info.context.loaders.story_by_id, node_ids, cls.from_model)
 
 
 async def load_story(info: Info, story_id: int | None) -> StoryNode | None:
