@@ -365,6 +365,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 figures["fanout"] = await fanout(services, url, args.subscribers, args.client_processes,
                                                  args.fanout_events)  # fmt: skip
         finally:
+            await services.redis.flushdb()  # what the run counted (trending buckets) goes with its scratch database
             await services.close()
     return figures
 
