@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from app.caching import SingleFlightCache
 from app.db.engine import create_engine, session_factory
 from app.realtime.broadcast import Broadcaster
+from app.search.service import Search
 from app.settings import Settings
 
 
@@ -25,6 +26,7 @@ class Services:
     redis: Redis
     broadcaster: Broadcaster
     cache: SingleFlightCache
+    search: Search
 
     @classmethod
     def open(cls, settings: Settings, *, pre_ping: bool = True) -> Services:
@@ -32,7 +34,9 @@ class Services:
             raise RedisNotConfigured("REDIS_URL is not set: run `newsagg up` (starts embedded Redis) or set REDIS_URL")
         engine = create_engine(settings, pre_ping=pre_ping)
         redis = Redis.from_url(settings.redis_url)
-        return cls(settings, engine, session_factory(engine), redis, Broadcaster(redis), SingleFlightCache(redis))
+        sessions = session_factory(engine)
+        return cls(settings, engine, sessions, redis, Broadcaster(redis), SingleFlightCache(redis),
+                   Search(settings, sessions, redis))  # fmt: skip
 
     async def close(self) -> None:
         await self.broadcaster.close()

@@ -150,6 +150,35 @@ class Settings(BaseSettings):
     summary_max_chars: int = Field(default=1000, description="Plain-text summaries are cut to this length.")
     title_max_chars: int = Field(default=500, description="Titles are cut to this length.")
 
+    # --- search -------------------------------------------------------------------------------------------
+    meili_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MEILI_URL", "NEWSAGG_MEILI_URL"),
+        description="Meilisearch URL; when set, search runs on Meilisearch (PostgreSQL full text when it is down), "
+        "and the worker keeps its index in sync. Unset: PostgreSQL full-text search only.",
+    )
+    meili_api_key: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MEILI_API_KEY", "MEILI_MASTER_KEY", "NEWSAGG_MEILI_API_KEY"),
+        description="Meilisearch API key (the master key, or a key allowed to search, index and set settings).",
+    )
+    meili_index: str = Field(default="articles", description="Name of the Meilisearch index of articles.")
+    search_timeout_seconds: float = Field(
+        default=2, description="A Meilisearch search slower than this fails over to PostgreSQL search."
+    )
+    search_down_seconds: float = Field(
+        default=10,
+        description="After a failed Meilisearch search, the process searches PostgreSQL this long before trying again.",
+    )
+    search_sync_batch: int = Field(default=1000, description="Articles sent to the search index in one request.")
+    search_retry_max_seconds: float = Field(
+        default=30,
+        description="Longest wait before the index sync retries events the index refused (back-off doubles up to it).",
+    )
+    search_events_retention_hours: float = Field(
+        default=24, description="Delivered search-index events are kept this long (for looking into a sync)."
+    )
+
     # --- worker -------------------------------------------------------------------------------------------
     worker_poll_delay_seconds: float = Field(
         default=0.05,

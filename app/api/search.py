@@ -3,6 +3,7 @@ when asked."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import hashlib
 import json
@@ -20,8 +21,7 @@ from app.api.types.article import ArticleNode
 from app.api.types.enums import TopicEnum
 from app.api.types.story import StoryNode, load_story
 from app.articles.models import Article
-from app.search.postgres import SearchHit, SearchQuery, SearchRejected
-from app.search.postgres import search as postgres_search
+from app.search.query import SearchHit, SearchQuery, SearchRejected
 
 CURSOR = "search"
 MAX_SOURCES = 50
@@ -67,6 +67,10 @@ class SearchEdge:
 class SearchConnection:
     edges: list[SearchEdge]
     page_info: relay.PageInfo
+    approximate: bool = strawberry.field(
+        description="True when nothing matched the words as typed and these hits match similar words in titles "
+        '(a short query with a typo): say so, e.g. "showing results for similar words".'
+    )
 
 
 async def search(
@@ -97,24 +101,28 @@ async def search(
         by_story=group_by_story, newest_first=sort is SearchSort.DATE,
     )  # fmt: skip
     fingerprint = _fingerprint(wanted, from_, freshness)
-    offset = 0
+    offset, approximate = 0, False
     if after is not None:
-        cursor_print, offset = decode_cursor(CURSOR, after, 2)
-        if cursor_print != fingerprint or not isinstance(offset, int) or offset < 0:
+        cursor_print, offset, approximate = decode_cursor(CURSOR, after, 3)
+        valid = isinstance(offset, int) and offset >= 0 and isinstance(approximate, bool)
+        if cursor_print != fingerprint or not valid:
             raise bad_cursor("the cursor belongs to another search")
     try:
-        async with info.context.services.db() as session:
-            hits = await postgres_search(session, wanted, now=now, limit=size + 1, offset=offset)
+        found = await info.context.services.search.search(dataclasses.replace(wanted, approximate=approximate),
+                                                          now=now, limit=size + 1, offset=offset)  # fmt: skip
     except SearchRejected as error:
         raise bad_argument(f"query: {error}") from None
-    rows = await info.context.loaders.article_by_id.load_many([h.article_id for h in hits[:size]])
-    edges = [SearchEdge(cursor=encode_cursor(CURSOR, [fingerprint, offset + n + 1]), node=_node(hit, row))
-             for n, (hit, row) in enumerate(zip(hits[:size], rows, strict=True)) if row is not None]  # fmt: skip
+    hits = found.hits[:size]
+    rows = await info.context.loaders.article_by_id.load_many([h.article_id for h in hits])
+    edges = [SearchEdge(cursor=encode_cursor(CURSOR, [fingerprint, offset + n + 1, found.approximate]),
+                        node=_node(hit, row))
+             for n, (hit, row) in enumerate(zip(hits, rows, strict=True)) if row is not None]  # fmt: skip
     return SearchConnection(
         edges=edges,
-        page_info=relay.PageInfo(has_next_page=len(hits) > size, has_previous_page=offset > 0,
+        page_info=relay.PageInfo(has_next_page=len(found.hits) > size, has_previous_page=offset > 0,
                                  start_cursor=edges[0].cursor if edges else None,
                                  end_cursor=edges[-1].cursor if edges else after),
+        approximate=found.approximate,
     )  # fmt: skip
 
 

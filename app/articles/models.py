@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Computed, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import BigInteger, Computed, ForeignKey, Index, Integer, String, Text, UniqueConstraint, func, text
 from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -44,8 +44,12 @@ class Article(Base):
     search_vector: Mapped[str] = mapped_column(
         TSVECTOR,
         Computed(
-            "setweight(to_tsvector('simple', coalesce(title, '')), 'A') || "
-            "setweight(to_tsvector('simple', coalesce(summary, '')), 'B')",
+            "newsagg_search_vector(language, title, summary)",  # migration 0010: languages, unaccent, CJK
             persisted=True,
         ),
     )
+
+
+# typo tolerance for short queries: trigrams of the unaccented lower-case title (app/search/postgres.py)
+Index("ix_articles_title_trgm", func.newsagg_unaccent(func.lower(Article.title)).label("title_trgm"),
+      postgresql_using="gin", postgresql_ops={"title_trgm": "gin_trgm_ops"})  # fmt: skip

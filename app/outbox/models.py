@@ -23,4 +23,5 @@ class OutboxEvent(Base):
     created_at: Mapped[datetime] = mapped_column(server_default=func.now())
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     delivered_at: Mapped[datetime | None]
+    retry_at: Mapped[datetime | None]  # a failed event waits until then (back-off)
     last_error: Mapped[str | None] = mapped_column(Text)

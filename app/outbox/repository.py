@@ -43,13 +43,14 @@ async def add_once(db: Executor, topic: str, events: dict[str, dict[str, Any]]) 
 
 _PENDING = text("""
     SELECT id, topic, payload FROM outbox
-    WHERE delivered_at IS NULL AND topic = ANY(CAST(:topics AS varchar[]))
+    WHERE delivered_at IS NULL AND topic = ANY(CAST(:topics AS varchar[])) AND (retry_at IS NULL OR retry_at <= now())
     ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED
 """)
 
 
 async def take_pending(db: Executor, topics: Sequence[str], limit: int) -> list[Any]:
-    """The oldest undelivered events of `topics`, locked for this transaction (other relays skip them)."""
+    """The oldest undelivered events of `topics` not held back by a back-off, locked for this transaction (other
+    relays skip them)."""
     return list(await db.execute(_PENDING, {"topics": list(topics), "limit": limit}))
 
 
@@ -58,9 +59,28 @@ async def mark_delivered(db: Executor, ids: list[int]) -> None:
                           "WHERE id = ANY(CAST(:ids AS bigint[]))"), {"ids": ids})  # fmt: skip
 
 
-async def mark_failed(db: Executor, ids: list[int], error: str) -> None:
-    await db.execute(text("UPDATE outbox SET attempts = attempts + 1, last_error = :error "
-                          "WHERE id = ANY(CAST(:ids AS bigint[]))"), {"ids": ids, "error": error[:2000]})  # fmt: skip
+async def mark_failed(db: Executor, ids: list[int], error: str, *, backoff_cap_seconds: float | None = None) -> None:
+    """Counts a failed attempt. With `backoff_cap_seconds`, the events wait 1, 2, 4… seconds (up to the cap) before
+    they are taken again; without, the next run retries them."""
+    await db.execute(
+        text("""
+        UPDATE outbox SET attempts = attempts + 1, last_error = :error,
+               retry_at = CASE WHEN CAST(:cap AS float8) IS NULL THEN NULL
+                               ELSE now() + least(:cap, power(2, least(attempts, 30))) * interval '1 second' END
+        WHERE id = ANY(CAST(:ids AS bigint[]))"""),
+        {"ids": ids, "error": error[:2000], "cap": backoff_cap_seconds},
+    )
+
+
+_BACKLOG = text("""
+    SELECT count(*) AS events, min(created_at) AS oldest, max(attempts) AS attempts FROM outbox
+    WHERE topic = :topic AND delivered_at IS NULL
+""")
+
+
+async def backlog(db: Executor, topic: str) -> Any:
+    """Undelivered events of `topic`: how many, when the oldest was written, the most attempts one has had."""
+    return (await db.execute(_BACKLOG, {"topic": topic})).one()
 
 
 _PRUNE_DELIVERED = text("""

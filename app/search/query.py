@@ -1,0 +1,89 @@
+"""What a search asks and what it answers, whichever backend runs it (PostgreSQL full text or Meilisearch).
+
+Highlights are HTML: the article's text escaped, each match inside `<mark>…</mark>`, so a client can render them as
+they are. A backend marks matches with two private-use characters and `highlighted` turns them into tags after
+escaping, so no markup from an article ever reaches a client unescaped.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+MAX_QUERY_CHARS = 200
+MAX_QUERY_WORDS = 20
+MAX_LANGUAGES = 10  # languages one query may name (each adds a stemmed form of the query)
+RANK_WEIGHT, FRESHNESS_WEIGHT = 0.7, 0.3  # PostgreSQL's score: text rank blended with freshness
+FRESHNESS_HALF_LIFE_HOURS = 48.0
+SUMMARY_WORDS = 30  # the longest summary extract a hit shows
+MARK_START, MARK_END = "\ue000", "\ue001"
+_MARKS = re.compile(f"[{MARK_START}{MARK_END}]")
+_WORD = re.compile(r"[^\W_]")
+
+
+class SearchRejected(ValueError):
+    """A query that cannot be searched: empty, too long, or without a searchable word."""
+
+
+class SearchUnavailable(RuntimeError):
+    """The search backend did not answer: down, too slow, or refusing the request."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    text: str
+    topics: tuple[str, ...] = ()
+    source_ids: tuple[int, ...] = ()
+    languages: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    by_story: bool = False
+    newest_first: bool = False
+    approximate: bool = False  # the typo-tolerant pass (a later page of a search that found nothing exactly)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    article_id: int
+    story_id: int | None
+    score: float
+    title_highlight: str
+    summary_highlight: str
+    matches_in_story: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    hits: list[SearchHit]
+    approximate: bool  # found by similar words, not the words typed (a short query with a typo)
+    backend: str  # "postgres" or "meilisearch": the one that answered
+
+
+class SearchBackend(Protocol):
+    name: str
+
+    async def search(self, query: SearchQuery, *, now: datetime, limit: int, offset: int) -> SearchResult:
+        """Hits best first (or newest first), `limit` of them after skipping `offset`. SearchRejected for a query
+        that cannot be searched, SearchUnavailable when the backend does not answer."""
+        ...
+
+
+def checked(query: str) -> str:
+    """The query as searched; SearchRejected when it is empty or over the bounds."""
+    cleaned = " ".join(_MARKS.sub(" ", query).split())
+    if not cleaned:
+        raise SearchRejected("the query is empty")
+    if len(cleaned) > MAX_QUERY_CHARS or len(cleaned.split()) > MAX_QUERY_WORDS:
+        raise SearchRejected(f"a query has at most {MAX_QUERY_CHARS} characters and {MAX_QUERY_WORDS} words")
+    if not any(_WORD.search(term) for term in cleaned.split() if not term.startswith("-") and term.lower() != "or"):
+        # nothing to look for: matching every article without the excluded words would scan the whole corpus
+        raise SearchRejected("the query has no word to look for (only exclusions or punctuation)")
+    return cleaned
+
+
+def highlighted(marked: str) -> str:
+    """Text with matches between MARK_START and MARK_END, as escaped HTML with `<mark>` tags."""
+    return html.escape(marked, quote=False).replace(MARK_START, "<mark>").replace(MARK_END, "</mark>")

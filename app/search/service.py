@@ -1,0 +1,71 @@
+"""The one search interface the API uses: Meilisearch when `MEILI_URL` is set, PostgreSQL full text otherwise, and
+PostgreSQL whenever Meilisearch does not answer.
+
+A failed Meilisearch search is answered from PostgreSQL at once, with a logged warning, and counted (in this
+process, and in Redis for all of them: `health { search { fallbacks } }`). For `search_down_seconds` afterwards the
+process goes straight to PostgreSQL instead of waiting on a backend that just failed, then tries Meilisearch again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.search.meili import MeiliSearch
+from app.search.postgres import PostgresSearch
+from app.search.query import SearchQuery, SearchResult, SearchUnavailable
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+FALLBACKS_KEY = "newsagg:search:fallbacks"
+
+
+class Search:
+    def __init__(self, settings: Settings, sessions: Callable[[], AbstractAsyncContextManager[AsyncSession]],
+                 redis: Redis) -> None:  # fmt: skip
+        self.postgres = PostgresSearch(sessions)
+        self.meili = (MeiliSearch(settings.meili_url, settings.meili_api_key, settings.meili_index,
+                                  timeout_seconds=settings.search_timeout_seconds)
+                      if settings.meili_url else None)  # fmt: skip
+        self._redis = redis
+        self._down_for = settings.search_down_seconds
+        self._down_until = 0.0
+        self.fallbacks = 0  # searches this process answered from PostgreSQL because Meilisearch failed
+
+    @property
+    def backend(self) -> str:
+        return self.meili.name if self.meili else self.postgres.name
+
+    async def search(self, query: SearchQuery, *, now: datetime, limit: int, offset: int) -> SearchResult:
+        if self.meili is not None:
+            if time.monotonic() >= self._down_until:
+                try:
+                    return await self.meili.search(query, now=now, limit=limit, offset=offset)
+                except SearchUnavailable as error:
+                    self._down_until = time.monotonic() + self._down_for
+                    log.warning("search: Meilisearch failed, answering from PostgreSQL for the next %.0f s: %s",
+                                self._down_for, error)  # fmt: skip
+            await self._count_fallback()
+        return await self.postgres.search(query, now=now, limit=limit, offset=offset)
+
+    async def _count_fallback(self) -> None:
+        self.fallbacks += 1
+        try:
+            await self._redis.incr(FALLBACKS_KEY)
+        except (RedisError, OSError) as error:
+            log.warning("search: fallback not counted in Redis: %s", error)
+
+    async def fallbacks_counted(self) -> int | None:
+        """Searches answered from PostgreSQL because Meilisearch failed, by every process (None: Redis is down)."""
+        try:
+            return int(await self._redis.get(FALLBACKS_KEY) or 0)
+        except (RedisError, OSError):
+            return None

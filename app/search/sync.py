@@ -1,0 +1,141 @@
+"""Keeping the search index in step with the articles table (invariant I-8).
+
+Every statement that adds, deletes or changes the searchable fields of articles writes one `search` outbox event
+with their ids, in its own transaction (a trigger, migration 0010): no writer can forget it. `sync` takes pending
+events, reads those articles as they are now and sends them to the index (or deletes the ones that are gone), and
+stamps the events delivered only once the index has applied them. When the index refuses or is down, the events stay,
+each failure counted and held back 1, 2, 4… seconds (up to `search_retry_max_seconds`), and are sent when it
+returns. On PostgreSQL alone there is nothing to send: the database keeps the search vector itself, and the events
+are stamped delivered as they come.
+
+One process syncs at a time (a transaction-level advisory lock), and `reindex` takes the same lock for each chunk,
+so whichever reads an article later also writes it to the index later: a reindex during ingest never leaves an
+older copy in the index.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.outbox import repository as outbox
+from app.search import documents as projection
+from app.search.meili import MeiliSearch
+from app.search.query import SearchUnavailable
+
+log = logging.getLogger(__name__)
+
+SEARCH_TOPIC = "search"  # written by the articles trigger (migration 0010)
+EVENTS_PER_RUN = 200  # outbox events one sync round takes
+ROUNDS = 50  # rounds one `sync_all` runs at most (then the next run goes on)
+_LOCK = text("SELECT pg_try_advisory_xact_lock(hashtext('newsagg.search-sync'))")
+_WAIT_LOCK = text("SELECT pg_advisory_xact_lock(hashtext('newsagg.search-sync'))")
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRound:
+    events: int  # events stamped delivered
+    articles: int  # documents sent (upserted or deleted)
+    failed: bool  # the index refused or was down; the events wait for their retry
+
+
+async def sync(engine: AsyncEngine, index: MeiliSearch | None, *, batch: int, retry_cap_seconds: float,
+               limit: int = EVENTS_PER_RUN) -> SyncRound:  # fmt: skip
+    """One round: up to `limit` pending events delivered to `index`."""
+    async with engine.begin() as connection:
+        if not await connection.scalar(_LOCK):
+            return SyncRound(0, 0, False)  # another process is syncing
+        events = await outbox.take_pending(connection, (SEARCH_TOPIC,), limit)
+        if not events:
+            return SyncRound(0, 0, False)
+        ids = sorted({int(i) for event in events for i in event.payload.get("articles", ())})
+        event_ids = [event.id for event in events]
+        try:
+            sent = await _send(connection, index, ids, batch) if index is not None else 0
+        except SearchUnavailable as error:
+            await outbox.mark_failed(connection, event_ids, str(error), backoff_cap_seconds=retry_cap_seconds)
+            log.warning("search sync: %d event(s) (%d articles) not indexed, retried with back-off: %s",
+                        len(events), len(ids), error)  # fmt: skip
+            return SyncRound(0, 0, True)
+        await outbox.mark_delivered(connection, event_ids)
+        return SyncRound(len(events), sent, False)
+
+
+async def sync_all(engine: AsyncEngine, index: MeiliSearch | None, *, batch: int, retry_cap_seconds: float,
+                   rounds: int = ROUNDS) -> int:  # fmt: skip
+    """Rounds until nothing is pending (or the index fails, or `rounds`); returns the events delivered."""
+    delivered = 0
+    for _ in range(rounds):
+        done = await sync(engine, index, batch=batch, retry_cap_seconds=retry_cap_seconds)
+        delivered += done.events
+        if done.failed or done.events < EVENTS_PER_RUN:
+            break
+    return delivered
+
+
+async def _send(connection: AsyncConnection, index: MeiliSearch, ids: list[int], batch: int) -> int:
+    for start in range(0, len(ids), batch):
+        found, gone = await projection.documents(connection, ids[start : start + batch])
+        await index.upsert(found)
+        await index.delete(gone)
+    return len(ids)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncStatus:
+    backend: str
+    pending_events: int
+    lag_seconds: float  # age of the oldest event not yet in the index (0 when none waits)
+    most_attempts: int
+
+
+async def status(engine: AsyncEngine, index: MeiliSearch | None, *, now: datetime | None = None) -> SyncStatus:
+    async with engine.connect() as connection:
+        row = await outbox.backlog(connection, SEARCH_TOPIC)
+    now = now or datetime.now(UTC)
+    lag = max(0.0, (now - row.oldest).total_seconds()) if row.oldest else 0.0
+    return SyncStatus("meilisearch" if index else "postgres", int(row.events), round(lag, 3), int(row.attempts or 0))
+
+
+Progress = Callable[[int, int], None]  # (articles done, articles in all)
+
+
+async def reindex(engine: AsyncEngine, index: MeiliSearch, *, since: datetime | None, batch: int,
+                  progress: Progress | None = None) -> int:  # fmt: skip
+    """Sends every article (or those crawled since `since`) to the index again, in id order, a chunk per lock hold
+    (see the module docstring: safe while ingest and the sync go on). Returns how many were sent."""
+    await index.configure()
+    async with engine.connect() as connection:
+        total = await projection.count(connection, since)
+    done, after = 0, 0
+    while True:
+        async with engine.begin() as connection:
+            ids = await projection.article_ids(connection, after=after, limit=batch, since=since)
+            if not ids:
+                break
+            await connection.execute(_WAIT_LOCK)
+            done += await _send(connection, index, ids, batch)
+        after = ids[-1]
+        if progress:
+            progress(done, max(total, done))
+    return done
+
+
+def progress_bar(stream: Any = sys.stderr, width: int = 40) -> Progress:
+    """A one-line progress bar (articles done of all, percent) redrawn in place."""
+
+    def draw(done: int, total: int) -> None:
+        filled = width * done // total if total else width
+        end = "\n" if done >= total else ""
+        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} "
+                     f"({100 * done // max(total, 1)}%){end}")  # fmt: skip
+        stream.flush()
+
+    return draw

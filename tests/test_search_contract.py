@@ -1,0 +1,189 @@
+"""The search contract: what every search backend must do, run against each one through the same interface the API
+uses (`app.search.service.Search`), after the index sync has run as the worker runs it.
+
+PostgreSQL always runs it. Meilisearch runs it when MEILI_URL points at a server (MEILI_MASTER_KEY if it needs
+one); each test then uses an index of its own, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, text, update
+
+from app.articles.models import Article
+from app.search.query import SearchQuery, SearchRejected, SearchResult
+from app.search.service import Search
+from app.search.sync import SEARCH_TOPIC, sync_all
+from app.services import Services
+from app.settings import Settings
+from tests.newsroom import StorySpec, add_source, add_story
+
+_serial = itertools.count(1)
+NO_MEILI = ("MEILI_URL is not set: the Meilisearch run of the search contract needs a Meilisearch server, and none "
+            "can be installed on this machine; PostgreSQL ran these same tests")  # fmt: skip
+
+
+@dataclass
+class Backend:
+    name: str
+    search: Search
+    services: Services
+    settings: Settings
+
+    async def find(self, query: str, *, limit: int = 50, offset: int = 0, **wanted: Any) -> SearchResult:
+        """The index synced as the worker does it, then the search."""
+        await sync_all(self.services.engine, self.search.meili, batch=self.settings.search_sync_batch,
+                       retry_cap_seconds=self.settings.search_retry_max_seconds)  # fmt: skip
+        async with self.services.engine.connect() as connection:
+            pending = await connection.scalar(text("SELECT count(*) FROM outbox WHERE topic = :topic "
+                                                   "AND delivered_at IS NULL"), {"topic": SEARCH_TOPIC})  # fmt: skip
+        assert pending == 0  # I-8: everything committed is in the index
+        for name in ("topics", "source_ids", "languages"):
+            wanted[name] = tuple(wanted.get(name, ()))
+        return await self.search.search(SearchQuery(query, **wanted), now=datetime.now(UTC), limit=limit,
+                                        offset=offset)  # fmt: skip
+
+    async def titles(self, query: str, **wanted: Any) -> list[str]:
+        found = await self.find(query, **wanted)
+        titles = await _titles(self.services, [hit.article_id for hit in found.hits])
+        return [titles[hit.article_id] for hit in found.hits]
+
+
+@pytest.fixture(params=["postgres", "meilisearch"])
+async def backend(request: pytest.FixtureRequest, services: Services, settings: Settings) -> AsyncIterator[Backend]:
+    if request.param == "postgres":
+        yield Backend("postgres", services.search, services, settings)
+        return
+    url = os.environ.get("MEILI_URL")
+    if not url:
+        pytest.skip(NO_MEILI)
+    own = settings.model_copy(update={"meili_url": url, "meili_api_key": os.environ.get("MEILI_MASTER_KEY"),
+                                      "meili_index": f"newsagg_test_{uuid.uuid4().hex[:10]}"})  # fmt: skip
+    search = Search(own, services.db, services.redis)
+    assert search.meili is not None
+    yield Backend("meilisearch", search, services, own)
+    await search.meili.drop()
+
+
+async def _titles(services: Services, ids: list[int]) -> dict[int, str]:
+    async with services.engine.connect() as connection:
+        rows = await connection.execute(text("SELECT id, title FROM articles WHERE id = ANY(:ids)"), {"ids": ids})
+        return {row.id: row.title for row in rows}
+
+
+async def add_article(services: Services, source: int, title: str, summary: str = "", *, language: str = "en",
+                      topics: tuple[str, ...] = ("world",), age: timedelta = timedelta(hours=1)) -> int:  # fmt: skip
+    n = next(_serial)
+    async with services.db.begin() as session:
+        article = Article(source_id=source, external_id=f"c{n}", url=f"https://contract{source}.example/{n}",
+                          title=title, summary=summary, author=None, published_at=datetime.now(UTC) - age,
+                          content_hash=n, language=language, topics=list(topics))  # fmt: skip
+        session.add(article)
+        await session.flush()
+        return article.id
+
+
+async def newsroom(backend: Backend) -> list[int]:
+    services, settings = backend.services, backend.settings
+    outlets = [await add_source(services, settings, f"outlet{i}") for i in range(4)]
+    await add_story(services, StorySpec("Flood waters rise in Valencia", outlets, topics=["world"],
+                                        age=timedelta(hours=2)))  # fmt: skip
+    await add_story(services, StorySpec("Central bank holds interest rates", outlets[:2], topics=["business"],
+                                        age=timedelta(days=10)))  # fmt: skip
+    await add_story(services, StorySpec("Rates of flood insurance climb", outlets[:1], topics=["business"],
+                                        languages=["fr"], age=timedelta(hours=1)))  # fmt: skip
+    return outlets
+
+
+async def test_words_phrases_exclusions_and_or(backend: Backend) -> None:
+    await newsroom(backend)
+    flood = await backend.titles("flood")
+    assert len(flood) == 5  # four articles of the Valencia story and the insurance one
+    assert sorted(await backend.titles('"flood waters"')) == sorted(t for t in flood if t.startswith("Flood waters"))
+    assert all("insurance" not in t for t in await backend.titles("flood -insurance"))
+    assert len(await backend.titles("flood -insurance")) == 4
+    assert len(await backend.titles("valencia or insurance")) == 5
+    assert await backend.titles("volcano") == []
+
+
+async def test_highlights_are_escaped_html_with_marks(backend: Backend) -> None:
+    source = await add_source(backend.services, backend.settings, "wire")
+    await add_article(backend.services, source, "AT&T <script>alert(1)</script> buys satellite firm",
+                      "The deal for the satellite maker " + "closes next year after review. " * 20)  # fmt: skip
+    hit = (await backend.find("satellite")).hits[0]
+    assert hit.title_highlight == "AT&amp;T &lt;script&gt;alert(1)&lt;/script&gt; buys <mark>satellite</mark> firm"
+    assert "<mark>satellite</mark>" in hit.summary_highlight
+    assert len(hit.summary_highlight.split()) < 60  # an extract, not the whole summary
+
+
+async def test_filters_sort_and_one_hit_per_story(backend: Backend) -> None:
+    outlets = await newsroom(backend)
+    assert await backend.titles("rates", topics=["world"]) == []
+    assert await backend.titles("rates", languages=["fr"]) == ["Rates of flood insurance climb"]
+    assert await backend.titles("rates", since=datetime.now(UTC) - timedelta(days=7)) == [
+        "Rates of flood insurance climb"]  # fmt: skip
+    assert len(await backend.titles("rates", until=datetime.now(UTC) - timedelta(days=7))) == 2
+    assert len(await backend.titles("flood", source_ids=[outlets[3]])) == 1
+    grouped = await backend.find("flood", by_story=True)
+    assert sorted(hit.matches_in_story for hit in grouped.hits) == [1, 4]  # one card per story
+    newest = await backend.titles("rates", newest_first=True)
+    assert newest[0] == "Rates of flood insurance climb"
+    assert len(newest) == 3
+
+
+async def test_pages_do_not_overlap(backend: Backend) -> None:
+    source = await add_source(backend.services, backend.settings, "wire")
+    for n in range(7):
+        await add_article(backend.services, source, f"Election night update number {n}", age=timedelta(hours=n))
+    pages = [await backend.find("election", limit=3, offset=offset) for offset in (0, 3, 6)]
+    ids = [hit.article_id for page in pages for hit in page.hits]
+    assert len(ids) == len(set(ids)) == 7
+
+
+async def test_accents_languages_and_cjk(backend: Backend) -> None:
+    source = await add_source(backend.services, backend.settings, "wire")
+    await add_article(backend.services, source, "Élection présidentielle: le second tour", language="fr")
+    await add_article(backend.services, source, "Senate election results are in", language="en")
+    await add_article(backend.services, source, "中国新闻报道今日发布", language="zh")
+    await add_article(backend.services, source, "東京で地震が発生しました", language="ja")
+    assert len(await backend.titles("election")) == 2  # accents folded
+    assert len(await backend.titles("élection")) == 2
+    assert await backend.titles("elections", languages=["en"]) == ["Senate election results are in"]
+    assert await backend.titles("présidentielle", languages=["fr"]) == ["Élection présidentielle: le second tour"]
+    assert await backend.titles("新闻") == ["中国新闻报道今日发布"]  # a word inside CJK text
+    assert await backend.titles("地震") == ["東京で地震が発生しました"]
+
+
+async def test_a_short_query_with_a_typo_finds_the_title(backend: Backend) -> None:
+    source = await add_source(backend.services, backend.settings, "wire")
+    await add_article(backend.services, source, "Russia and Ukraine agree to talks")
+    await add_article(backend.services, source, "Umpires strike at the UK open")
+    found = await backend.find("ukriane")
+    titles = await _titles(backend.services, [hit.article_id for hit in found.hits])
+    assert list(titles.values()) == ["Russia and Ukraine agree to talks"]
+
+
+async def test_changes_and_deletions_reach_the_index(backend: Backend) -> None:
+    source = await add_source(backend.services, backend.settings, "wire")
+    kept = await add_article(backend.services, source, "Harbour bridge reopens")
+    gone = await add_article(backend.services, source, "Harbour tunnel closes")
+    assert len(await backend.titles("harbour")) == 2
+    async with backend.services.db.begin() as session:
+        await session.execute(delete(Article).where(Article.id == gone))
+        await session.execute(update(Article).where(Article.id == kept).values(topics=["business"]))
+    assert await backend.titles("harbour") == ["Harbour bridge reopens"]
+    assert await backend.titles("harbour", topics=["business"]) == ["Harbour bridge reopens"]
+
+
+@pytest.mark.parametrize("query", ["", "   ", "x " * 30, "y" * 201, "-trump", "!!! ???", "- or -"])
+async def test_queries_that_cannot_be_searched_are_refused(backend: Backend, query: str) -> None:
+    with pytest.raises(SearchRejected):
+        await backend.find(query)
