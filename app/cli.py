@@ -1,4 +1,4 @@
-"""The `newsagg` command: up, api, worker, migrate, opml, users, eval, topics, schema, settings."""
+"""The `newsagg` command: up, api, worker, migrate, opml, users, reindex, eval, topics, schema, settings."""
 
 from __future__ import annotations
 
@@ -6,10 +6,15 @@ import argparse
 import contextlib
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 DESCRIPTION = """\
 newsagg: a news aggregation backend (GraphQL API with subscriptions, crawler, story clustering).
@@ -59,6 +64,11 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     revoke = user_commands.add_parser("revoke-admin", help="take source management away from an account")
     revoke.add_argument("email")
 
+    reindex = commands.add_parser(
+        "reindex", help="send every article to the Meilisearch index again (safe while ingest runs; needs MEILI_URL)"
+    )
+    reindex.add_argument("--since", type=_date, metavar="DATE",
+                         help="only articles crawled since DATE (ISO 8601: 2026-11-20, 2026-11-20T08:00Z)")  # fmt: skip
     evaluation = commands.add_parser("eval", help="measure the understanding of the news on labelled data")
     evaluations = evaluation.add_subparsers(dest="eval_command", required=True, metavar="WHAT")
     clustering = evaluations.add_parser("clustering", help="story clustering: B-cubed precision/recall/F1 (JSON)")
@@ -125,6 +135,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return _opml(settings, args)
     if args.command == "users":
         return _users(settings, args)
+    if args.command == "reindex":
+        return _reindex(settings, args.since)
     if args.command == "eval":
         return _eval(args)
     if args.command == "topics":
@@ -162,61 +174,93 @@ def _migrate(settings: Settings, revision: str) -> int:
     return 0
 
 
-def _opml(settings: Settings, args: argparse.Namespace) -> int:
+def _with_database(settings: Settings, work: Callable[[AsyncEngine], Awaitable[int]]) -> int:
+    """Runs `work` on the migrated database (DATABASE_URL, or an embedded one for the length of the command)."""
     import asyncio
 
-    from app.db.engine import create_engine, session_factory
+    from app.db.engine import create_engine
     from app.db.migrate import upgrade_sync
-    from app.sources.portability import export_opml, import_opml
 
     async def run(url: str) -> int:
         engine = create_engine(settings.model_copy(update={"database_url": url}))
         try:
-            async with session_factory(engine).begin() as session:
-                if args.opml_command == "export":
-                    document = await export_opml(session)
-                    args.file.write_text(document) if args.file else sys.stdout.write(document)
-                    return 0
-                report = await import_opml(session, settings, args.file.read_bytes())
+            return await work(engine)
         finally:
             await engine.dispose()
-        print(f"{len(report.created)} added, {report.existing} already present, {len(report.rejected)} refused")
-        for url, error in report.rejected:
-            print(f"  refused {url}: {error.code.value}: {error}", file=sys.stderr)
-        return 0
 
     with _database(settings) as url:
         upgrade_sync(url)
         return asyncio.run(run(url))
 
 
-def _users(settings: Settings, args: argparse.Namespace) -> int:
-    import asyncio
+def _opml(settings: Settings, args: argparse.Namespace) -> int:
+    from app.db.engine import session_factory
+    from app.sources.portability import export_opml, import_opml
 
+    async def run(engine: AsyncEngine) -> int:
+        async with session_factory(engine).begin() as session:
+            if args.opml_command == "export":
+                document = await export_opml(session)
+                args.file.write_text(document) if args.file else sys.stdout.write(document)
+                return 0
+            report = await import_opml(session, settings, args.file.read_bytes())
+        print(f"{len(report.created)} added, {report.existing} already present, {len(report.rejected)} refused")
+        for url, error in report.rejected:
+            print(f"  refused {url}: {error.code.value}: {error}", file=sys.stderr)
+        return 0
+
+    return _with_database(settings, run)
+
+
+def _users(settings: Settings, args: argparse.Namespace) -> int:
     from sqlalchemy import func, update
 
-    from app.db.engine import create_engine
-    from app.db.migrate import upgrade_sync
     from app.users.models import User
 
-    async def run(url: str) -> int:
-        engine = create_engine(settings.model_copy(update={"database_url": url}))
-        try:
-            async with engine.begin() as connection:
-                result = await connection.execute(
-                    update(User).where(func.lower(User.email) == args.email.strip().lower())
-                    .values(is_admin=args.users_command == "grant-admin"))  # fmt: skip
-        finally:
-            await engine.dispose()
+    async def run(engine: AsyncEngine) -> int:
+        async with engine.begin() as connection:
+            result = await connection.execute(
+                update(User).where(func.lower(User.email) == args.email.strip().lower())
+                .values(is_admin=args.users_command == "grant-admin"))  # fmt: skip
         if not result.rowcount:
             print(f"no account with the email {args.email}", file=sys.stderr)
             return 1
         print(f"{args.email}: administrator" if args.users_command == "grant-admin" else f"{args.email}: user")
         return 0
 
-    with _database(settings) as url:
-        upgrade_sync(url)
-        return asyncio.run(run(url))
+    return _with_database(settings, run)
+
+
+def _date(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 date: {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _reindex(settings: Settings, since: datetime | None) -> int:
+    if not settings.meili_url:
+        print("MEILI_URL is not set: search runs on PostgreSQL, whose search vector the database keeps itself; "
+              "there is no index to rebuild", file=sys.stderr)  # fmt: skip
+        return 0
+    from app.search.meili import MeiliSearch
+    from app.search.query import SearchUnavailable
+    from app.search.sync import progress_bar, reindex
+
+    index = MeiliSearch(settings.meili_url, settings.meili_api_key, settings.meili_index,
+                        timeout_seconds=settings.search_timeout_seconds)  # fmt: skip
+
+    async def run(engine: AsyncEngine) -> int:
+        try:
+            sent = await reindex(engine, index, since=since, batch=settings.search_sync_batch, progress=progress_bar())
+        except SearchUnavailable as error:
+            print(f"\nreindex stopped: {error}", file=sys.stderr)
+            return 1
+        print(f"{sent} articles sent to the Meilisearch index {settings.meili_index!r}")
+        return 0
+
+    return _with_database(settings, run)
 
 
 def _eval(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from typing import Any
 
 from app.outbox import repository as outbox
 from app.outbox.relay import relay_all
+from app.search.sync import SEARCH_TOPIC
 from app.services import Services
 from app.stories.updates import STORY_UPDATED_TOPIC
 from app.stories.velocity import BREAKING_TOPIC
@@ -29,11 +30,13 @@ async def relay_outbox_job(ctx: dict[str, Any]) -> int:
 
 async def prune_outbox(ctx: dict[str, Any]) -> int:
     """Hourly: delivered events go once nobody reads them any more: breaking news after its catch-up window
-    (`breakingEvents(after:)`), story updates (only ever pushed live) after a day. Undelivered events stay."""
+    (`breakingEvents(after:)`), story updates (only ever pushed live) and search-index events after their retention.
+    Undelivered events stay."""
     services: Services = ctx["services"]
     settings, now = services.settings, datetime.now(UTC)
     retention = {BREAKING_TOPIC: timedelta(days=settings.breaking_events_retention_days),
-                 STORY_UPDATED_TOPIC: timedelta(hours=settings.story_updates_retention_hours)}  # fmt: skip
+                 STORY_UPDATED_TOPIC: timedelta(hours=settings.story_updates_retention_hours),
+                 SEARCH_TOPIC: timedelta(hours=settings.search_events_retention_hours)}  # fmt: skip
     deleted = 0
     for topic, kept in retention.items():
         prune = partial(outbox.prune_delivered, topic=topic, older_than=now - kept)

@@ -1,6 +1,7 @@
 """The arq worker: crawling (the crawl tick, source refreshes, WebSub pushes and subscriptions), understanding and
-clustering new articles into stories, relaying the outbox to Redis, and pruning old rows. The jobs live in
-jobs/crawl.py, jobs/websub.py, jobs/stories.py and jobs/outbox.py; this module starts and registers them."""
+clustering new articles into stories, relaying the outbox to Redis, keeping the search index in sync, and pruning old
+rows. The jobs live in jobs/crawl.py, jobs/websub.py, jobs/stories.py, jobs/outbox.py and jobs/search.py; this module
+starts and registers them."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from app.settings import Settings, get_settings
 from app.stories.store import ClusteringCache
 from jobs.crawl import crawl_tick, ingest_push_job, prune_fetch_log, refresh_source_job
 from jobs.outbox import prune_outbox, relay_outbox_job
+from jobs.search import sync_search_job
 from jobs.stories import merge_stories_job, understand_articles_job
 from jobs.websub import websub_renew, websub_subscribe_job
 
@@ -61,6 +63,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             cron(prune_outbox, minute=41, second=30, keep_result=0),
             cron(merge_stories_job, minute=set(range(0, 60, 2)), second=30, keep_result=0),
             cron(relay_outbox_job, second=tick_seconds(5), keep_result=0),
+            cron(sync_search_job, second=tick_seconds(5), keep_result=0),
         ],
         "on_startup": startup,
         "on_shutdown": shutdown,

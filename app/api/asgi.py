@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections.abc import AsyncIterator
 from typing import Any
@@ -82,6 +83,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             "database": {"ok": report.database.ok, "latency_ms": report.database.latency_ms,
                          "error": report.database.error},
             "redis": {"ok": report.redis.ok, "latency_ms": report.redis.latency_ms, "error": report.redis.error},
+            "search": dataclasses.asdict(await current.search.health(current.engine)),
         }  # fmt: skip
         return JSONResponse(body, status_code=200 if report.ok else 503)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import strawberry
 from strawberry import relay
 
@@ -37,6 +39,23 @@ class Health:
     redis: bool
     database_latency_ms: float
     redis_latency_ms: float
+    search: SearchHealth
+
+
+@strawberry.type(description="The search backend, and how far its index is behind the articles.")
+class SearchHealth:
+    backend: str = strawberry.field(description="`meilisearch` (MEILI_URL set) or `postgres`.")
+    reachable: bool = strawberry.field(description="Meilisearch answers its health check (always true on PostgreSQL).")
+    pending_events: int | None = strawberry.field(
+        description="Article changes written but not yet in the index (null when the database does not answer)."
+    )
+    lag_seconds: float | None = strawberry.field(
+        description="Age of the oldest of them in seconds (0 when the index is up to date)."
+    )
+    fallbacks: int | None = strawberry.field(
+        description="Searches answered from PostgreSQL because Meilisearch failed, by every API process (null when "
+        "Redis is down)."
+    )
 
 
 @strawberry.type
@@ -168,12 +187,14 @@ class Query:
     async def health(self, info: Info) -> Health:
         services = info.context.services
         report = await check_health(services.engine, services.redis)
+        search = await services.search.health(services.engine)
         return Health(
             ok=report.ok,
             database=report.database.ok,
             redis=report.redis.ok,
             database_latency_ms=report.database.latency_ms,
             redis_latency_ms=report.redis.latency_ms,
+            search=SearchHealth(**dataclasses.asdict(search)),
         )
 
     trending: list[TrendingStory] = strawberry.field(

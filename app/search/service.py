@@ -12,20 +12,32 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import datetime
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.search.meili import MeiliSearch
 from app.search.postgres import PostgresSearch
 from app.search.query import SearchQuery, SearchResult, SearchUnavailable
+from app.search.sync import status
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
 FALLBACKS_KEY = "newsagg:search:fallbacks"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHealth:
+    backend: str  # the configured one: "meilisearch" or "postgres"
+    reachable: bool  # Meilisearch answers its health check (PostgreSQL: always, it is the database)
+    pending_events: int | None  # article changes not yet in the index (None: the database did not answer)
+    lag_seconds: float | None  # age of the oldest of them
+    fallbacks: int | None  # searches answered from PostgreSQL because Meilisearch failed (None: Redis is down)
 
 
 class Search:
@@ -69,3 +81,12 @@ class Search:
             return int(await self._redis.get(FALLBACKS_KEY) or 0)
         except (RedisError, OSError):
             return None
+
+    async def health(self, engine: AsyncEngine) -> SearchHealth:
+        reachable = await self.meili.healthy() if self.meili else True
+        try:
+            synced = await status(engine, self.meili)
+        except (SQLAlchemyError, OSError):
+            return SearchHealth(self.backend, reachable, None, None, await self.fallbacks_counted())
+        return SearchHealth(self.backend, reachable, synced.pending_events, synced.lag_seconds,
+                            await self.fallbacks_counted())  # fmt: skip
