@@ -27,8 +27,8 @@ from app.settings import Settings
 from tests.newsroom import StorySpec, add_source, add_story
 
 _serial = itertools.count(1)
-NO_MEILI = ("MEILI_URL is not set: the Meilisearch run of the search contract needs a Meilisearch server, and none "
-            "can be installed on this machine; PostgreSQL ran these same tests")  # fmt: skip
+NO_MEILI = ("MEILI_URL is not set: this needs a Meilisearch server, and none can be installed on this machine "
+            "(the PostgreSQL backend runs the same search contract)")  # fmt: skip
 
 
 @dataclass

@@ -4,8 +4,13 @@ PostgreSQL (logged and counted), and `newsagg reindex`."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import os
 import socket
+import urllib.parse
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +25,7 @@ from app.services import Services
 from app.settings import Settings
 from tests.conftest import GraphQLClient, newsagg
 from tests.newsroom import StorySpec, add_source, add_story
+from tests.test_search_contract import NO_MEILI
 
 
 def closed_port_url() -> str:
@@ -132,3 +138,45 @@ def test_reindex_command(settings: Settings) -> None:
     assert down.returncode == 1
     assert "reindex stopped: Meilisearch unreachable" in down.stderr
     assert newsagg("reindex", "--since", "yesterday", env=env).returncode == 2  # argparse: not a date
+
+
+async def test_a_meilisearch_that_comes_back_catches_up(services: Services, settings: Settings) -> None:
+    """Meilisearch behind a loopback TCP relay that is closed, then opened: the events written while it was down
+    reach the index on the first run after their wait, and the search answers from Meilisearch again."""
+    upstream = os.environ.get("MEILI_URL")
+    if not upstream:
+        pytest.skip(NO_MEILI)
+    target = urllib.parse.urlsplit(upstream)
+    relay_url = closed_port_url()
+    port = int(relay_url.rsplit(":", 1)[1])
+    own = settings.model_copy(update={"meili_url": relay_url, "meili_api_key": os.environ.get("MEILI_MASTER_KEY"),
+                                      "meili_index": f"newsagg_test_{uuid.uuid4().hex[:10]}",
+                                      "search_down_seconds": 0})  # fmt: skip
+    search = Search(own, services.db, services.redis)
+    assert search.meili is not None
+    outlet = await add_source(services, settings, "wire")
+    _, ids = await add_story(services, StorySpec("Harbour pilots end their strike", [outlet] * 2))
+    assert (await sync(services.engine, search.meili, batch=100, retry_cap_seconds=1)).failed
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def relay(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        server_reader, server_writer = await asyncio.open_connection(target.hostname, target.port or 80)
+        await asyncio.gather(pipe(client_reader, server_writer), pipe(server_reader, client_writer))
+
+    server = await asyncio.start_server(relay, "127.0.0.1", port)
+    try:
+        await asyncio.sleep(1.1)  # the first failure's wait
+        assert await sync_all(services.engine, search.meili, batch=100, retry_cap_seconds=1) >= 1
+        assert (await status(services.engine, search.meili)).pending_events == 0
+        found = await search.search(SearchQuery("pilots"), now=datetime.now(UTC), limit=5, offset=0)
+        assert (found.backend, sorted(hit.article_id for hit in found.hits)) == ("meilisearch", sorted(ids))
+        await search.meili.drop()
+    finally:
+        server.close()
+        await server.wait_closed()
