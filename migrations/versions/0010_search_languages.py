@@ -125,14 +125,14 @@ def upgrade() -> None:
         CREATE FUNCTION {schema}.newsagg_search_vector(language text, title text, summary text) RETURNS tsvector
         LANGUAGE sql IMMUTABLE PARALLEL SAFE
         AS $$
-            SELECT setweight(to_tsvector({schema}.newsagg_ts_config(language),
-                                         {schema}.newsagg_search_text(coalesce(title, ''))), 'A')
-                || setweight(to_tsvector('{schema}.newsagg_simple', {schema}.newsagg_search_text(coalesce(title, ''))),
-                             'A')
-                || setweight(to_tsvector({schema}.newsagg_ts_config(language),
-                                         {schema}.newsagg_search_text(coalesce(summary, ''))), 'B')
-                || setweight(to_tsvector('{schema}.newsagg_simple',
-                                         {schema}.newsagg_search_text(coalesce(summary, ''))), 'B')
+            SELECT setweight(to_tsvector('{schema}.newsagg_simple', x.title), 'A')
+                || setweight(to_tsvector('{schema}.newsagg_simple', x.summary), 'B')
+                || CASE WHEN x.config = '{schema}.newsagg_simple'::regconfig THEN ''::tsvector
+                        ELSE setweight(to_tsvector(x.config, x.title), 'A')
+                             || setweight(to_tsvector(x.config, x.summary), 'B') END
+            FROM (SELECT {schema}.newsagg_ts_config(language) AS config,
+                         {schema}.newsagg_search_text(coalesce(title, '')) AS title,
+                         {schema}.newsagg_search_text(coalesce(summary, '')) AS summary) AS x
         $$
     """)
     op.execute(f"""
