@@ -3,6 +3,7 @@
 from app.articles.models import Article
 from app.db.base import Base
 from app.outbox.models import OutboxEvent
+from app.search.models import SearchTerm
 from app.sources.models import CrawlSchedule, FetchLog, Source
 from app.stories.models import StoryCluster, StoryVocabulary
 from app.users.models import (
@@ -24,6 +25,7 @@ __all__ = [
     "FetchLog",
     "OutboxEvent",
     "ReadEvent",
+    "SearchTerm",
     "Source",
     "SourceFollow",
     "SourceMute",

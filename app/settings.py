@@ -163,6 +163,11 @@ class Settings(BaseSettings):
         description="Meilisearch API key (the master key, or a key allowed to search, index and set settings).",
     )
     meili_index: str = Field(default="articles", description="Name of the Meilisearch index of articles.")
+    search_candidates: int = Field(
+        default=1000,
+        description="PostgreSQL search ranks the newest this many matches of a query (pages walk them); narrower "
+        "filters reach older ones.",
+    )
     search_timeout_seconds: float = Field(
         default=2, description="A Meilisearch search slower than this fails over to PostgreSQL search."
     )

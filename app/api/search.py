@@ -68,8 +68,12 @@ class SearchConnection:
     edges: list[SearchEdge]
     page_info: relay.PageInfo
     approximate: bool = strawberry.field(
-        description="True when nothing matched the words as typed and these hits match similar words in titles "
-        '(a short query with a typo): say so, e.g. "showing results for similar words".'
+        description="True when nothing matched the words as typed and these hits are for `correctedQuery` (a short "
+        'query with a typo): say so, e.g. "Showing results for ukraine".'
+    )
+    corrected_query: str | None = strawberry.field(
+        description="The query as searched when it was corrected (PostgreSQL search; Meilisearch tolerates typos "
+        "by itself and leaves this null)."
     )
 
 
@@ -123,6 +127,7 @@ async def search(
                                  start_cursor=edges[0].cursor if edges else None,
                                  end_cursor=edges[-1].cursor if edges else after),
         approximate=found.approximate,
+        corrected_query=found.corrected,
     )  # fmt: skip
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Computed, ForeignKey, Index, Integer, String, Text, UniqueConstraint, func, text
+from sqlalchemy import BigInteger, Computed, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -48,8 +48,3 @@ class Article(Base):
             persisted=True,
         ),
     )
-
-
-# typo tolerance for short queries: trigrams of the unaccented lower-case title (app/search/postgres.py)
-Index("ix_articles_title_trgm", func.newsagg_unaccent(func.lower(Article.title)).label("title_trgm"),
-      postgresql_using="gin", postgresql_ops={"title_trgm": "gin_trgm_ops"})  # fmt: skip

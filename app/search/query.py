@@ -42,7 +42,7 @@ class SearchQuery:
     until: datetime | None = None
     by_story: bool = False
     newest_first: bool = False
-    approximate: bool = False  # the typo-tolerant pass (a later page of a search that found nothing exactly)
+    approximate: bool = False  # search the corrected query (a later page of a search that found nothing as typed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +58,9 @@ class SearchHit:
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     hits: list[SearchHit]
-    approximate: bool  # found by similar words, not the words typed (a short query with a typo)
+    approximate: bool  # found by corrected words, not the words typed (a short query with a typo)
     backend: str  # "postgres" or "meilisearch": the one that answered
+    corrected: str | None = None  # the query as searched, when it was corrected
 
 
 class SearchBackend(Protocol):

@@ -43,7 +43,7 @@ class SearchHealth:
 class Search:
     def __init__(self, settings: Settings, sessions: Callable[[], AbstractAsyncContextManager[AsyncSession]],
                  redis: Redis) -> None:  # fmt: skip
-        self.postgres = PostgresSearch(sessions)
+        self.postgres = PostgresSearch(sessions, candidates=settings.search_candidates)
         self.meili = (MeiliSearch(settings.meili_url, settings.meili_api_key, settings.meili_index,
                                   timeout_seconds=settings.search_timeout_seconds)
                       if settings.meili_url else None)  # fmt: skip

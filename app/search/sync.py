@@ -6,7 +6,8 @@ events, reads those articles as they are now and sends them to the index (or del
 stamps the events delivered only once the index has applied them. When the index refuses or is down, the events stay,
 each failure counted and held back 1, 2, 4… seconds (up to `search_retry_max_seconds`), and are sent when it
 returns. On PostgreSQL alone there is nothing to send: the database keeps the search vector itself, and the events
-are stamped delivered as they come.
+are stamped delivered as they come. Either way, the title words of inserted articles join the vocabulary that
+corrects typos (app/search/terms.py) in the transaction that stamps their events.
 
 One process syncs at a time (a transaction-level advisory lock), and `reindex` takes the same lock for each chunk,
 so whichever reads an article later also writes it to the index later: a reindex during ingest never leaves an
@@ -27,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.outbox import repository as outbox
 from app.search import documents as projection
+from app.search import terms
 from app.search.meili import MeiliSearch
 from app.search.query import SearchUnavailable
 
@@ -64,6 +66,9 @@ async def sync(engine: AsyncEngine, index: MeiliSearch | None, *, batch: int, re
             log.warning("search sync: %d event(s) (%d articles) not indexed, retried with back-off: %s",
                         len(events), len(ids), error)  # fmt: skip
             return SyncRound(0, 0, True)
+        inserted = sorted({int(i) for event in events if event.payload.get("inserted")
+                           for i in event.payload.get("articles", ())})  # fmt: skip
+        await terms.learn(connection, inserted)  # with the stamp: each article's title words count once
         await outbox.mark_delivered(connection, event_ids)
         return SyncRound(len(events), sent, False)
 

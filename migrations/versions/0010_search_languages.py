@@ -1,4 +1,4 @@
-"""Search follows each article's language, ignores accents, splits CJK text, tolerates typos in titles, and every
+"""Search follows each article's language, ignores accents, splits CJK text, corrects typos from title words, and every
 change to an article's searchable fields is written to the outbox for the search index (I-8)
 
 - Text search configurations `newsagg_<config>`: a copy of each configuration PostgreSQL ships, with `unaccent` before
@@ -8,7 +8,9 @@ change to an article's searchable fields is written to the outbox for the search
   a word inside a Chinese or Japanese headline is found; other text is left as it is.
 - `newsagg_search_vector(language, title, summary)`: the stored search vector. Title weight A, summary B; each in the
   article's language (stemmed) and unstemmed, so a query in any language still matches its exact words.
-- A trigram index on the unaccented lower-case title, for short queries with a typo.
+- `search_terms`: the words of titles and how many articles use each, under a trigram index (pg_trgm): a short query
+  with a typo is corrected to close, common words. Filled here from the articles present; the index sync adds the
+  words of each new article (app/search/terms.py).
 - A statement-level trigger on articles writes one `search` outbox event per statement that adds, deletes or changes
   the searchable fields of articles; the index sync delivers it. `outbox.retry_at` holds a failed event back.
 
@@ -39,6 +41,13 @@ LANGUAGES = {
 # Hiragana, Katakana, CJK ideographs (extension A, unified, compatibility) and Hangul syllables
 CJK = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
 
+# the words of titles, with how many articles use each: a query word with a typo is corrected to a close, common one
+TITLE_TERMS = """
+    SELECT word, ndoc FROM ts_stat($$SELECT to_tsvector('newsagg_simple', newsagg_search_text(title))
+                                     FROM ({articles}) AS titles$$)
+    WHERE length(word) BETWEEN 3 AND 40 AND word !~ '[0-9]'
+"""
+
 SEARCHED = ("title", "summary", "language", "topics", "cluster_id", "source_id", "published_at")  # what the index holds
 
 
@@ -66,6 +75,7 @@ def upgrade() -> None:
     op.execute("CREATE EXTENSION IF NOT EXISTS unaccent")
     op.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
     unaccent, schema_of_trgm = (_extension_schema(name) for name in ("unaccent", "pg_trgm"))
+    # (the vocabulary below is filled by the same query the index sync runs: app/search/terms.py)
     schema = op.get_bind().scalar(sa.text("SELECT current_schema()"))  # every name below is qualified by it: a
     # generated column and an index must not depend on the search_path of whoever writes a row
     shipped = set(op.get_bind().scalars(sa.text("SELECT cfgname FROM pg_ts_config "
@@ -135,18 +145,19 @@ def upgrade() -> None:
                          {schema}.newsagg_search_text(coalesce(summary, '')) AS summary) AS x
         $$
     """)
-    op.execute(f"""
-        CREATE FUNCTION {schema}.newsagg_unaccent(body text) RETURNS text
-        LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-        AS $$ SELECT {unaccent}.unaccent('{unaccent}.unaccent'::regdictionary, body) $$
-    """)
     op.drop_index("ix_articles_search", table_name="articles")
     op.drop_column("articles", "search_vector")
     op.execute("ALTER TABLE articles ADD COLUMN search_vector tsvector "
                f"GENERATED ALWAYS AS ({schema}.newsagg_search_vector(language, title, summary)) STORED")  # fmt: skip
     op.create_index("ix_articles_search", "articles", ["search_vector"], unique=False, postgresql_using="gin")
-    op.execute(f"CREATE INDEX ix_articles_title_trgm ON articles "
-               f"USING gin ({schema}.newsagg_unaccent(lower(title)) {schema_of_trgm}.gin_trgm_ops)")  # fmt: skip
+    op.create_table(
+        "search_terms",
+        sa.Column("term", sa.Text(), nullable=False),
+        sa.Column("articles", sa.Integer(), nullable=False),
+        sa.PrimaryKeyConstraint("term", name=op.f("pk_search_terms")),
+    )
+    op.execute(f"CREATE INDEX ix_search_terms_trgm ON search_terms USING gin (term {schema_of_trgm}.gin_trgm_ops)")
+    op.execute(f"INSERT INTO search_terms (term, articles) {TITLE_TERMS.format(articles='SELECT title FROM articles')}")
 
     op.add_column("outbox", sa.Column("retry_at", sa.DateTime(timezone=True), nullable=True))
     op.execute(f"""
@@ -167,7 +178,7 @@ def upgrade() -> None:
             END IF;
             IF ids IS NOT NULL THEN
                 INSERT INTO {schema}.outbox (topic, payload)
-                VALUES ('search', jsonb_build_object('articles', to_jsonb(ids)));
+                VALUES ('search', jsonb_build_object('articles', to_jsonb(ids), 'inserted', TG_OP = 'INSERT'));
             END IF;
             RETURN NULL;
         END
@@ -187,13 +198,13 @@ def downgrade() -> None:
         op.execute(f"DROP TRIGGER articles_search_{operation} ON articles")
     op.execute("DROP FUNCTION newsagg_articles_to_search()")
     op.drop_column("outbox", "retry_at")
-    op.drop_index("ix_articles_title_trgm", table_name="articles")
+    op.drop_table("search_terms")
     op.drop_index("ix_articles_search", table_name="articles")
     op.drop_column("articles", "search_vector")
     op.execute(f"ALTER TABLE articles ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({OLD_VECTOR}) STORED")
     op.create_index("ix_articles_search", "articles", ["search_vector"], unique=False, postgresql_using="gin")
     for function in ("newsagg_search_vector(text, text, text)", "newsagg_search_text(text)",
-                     "newsagg_ts_config(text)", "newsagg_unaccent(text)"):  # fmt: skip
+                     "newsagg_ts_config(text)"):  # fmt: skip
         op.execute(f"DROP FUNCTION {function}")
     for config in op.get_bind().scalars(sa.text("SELECT cfgname FROM pg_ts_config WHERE cfgname LIKE 'newsagg\\_%'")):
         op.execute(f"DROP TEXT SEARCH CONFIGURATION {config}")
