@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import text
@@ -54,14 +54,30 @@ _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\
 _FRESHNESS = f"""exp(-least(greatest(CAST(extract(epoch FROM (:now - m.published_at)) AS float8), 0)
                     / 3600 / {FRESHNESS_HALF_LIFE_HOURS} * ln(2), 700))"""
 
-_RANKED = """
-    WITH q AS (SELECT {tsquery} AS query, {configs} AS configs),
-    candidates AS (
+# The query is written into each window's filter, not read from the `q` CTE, and planned with its values: the
+# planner then knows how common the words are and walks the date index backwards for a common one (stopping at
+# `candidates`) or reads the few matches of a rare one. A generic plan (asyncpg's prepared statements get one after
+# five runs) would guess 0.5% of rows for every query. work_mem keeps a common word's bitmap exact (not lossy).
+_PLANNING = text(
+    "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('work_mem', '32MB', true)"
+)
+
+TIERS_DAYS = (1, 7, 30)  # matches are taken newest first, a window at a time: older windows only while needed
+
+_TIER = """
+    tier{n} AS (
         SELECT a.id, a.cluster_id, a.published_at, a.search_vector
-        FROM articles a, q
-        WHERE a.search_vector @@ q.query {filters}
+        FROM articles a
+        WHERE a.search_vector @@ ({tsquery}) {filters} {window} AND {still_needed}
         ORDER BY a.published_at DESC
         LIMIT :candidates
+    ),"""
+
+_RANKED = """
+    WITH q AS (SELECT {tsquery} AS query, {configs} AS configs),
+    {tiers}
+    candidates AS (
+        SELECT * FROM ({union}) AS found ORDER BY published_at DESC LIMIT :candidates
     ),
     scored AS (
         SELECT m.id, m.cluster_id, m.published_at,
@@ -125,15 +141,38 @@ class PostgresSearch:
         filters, filter_params = _filters(query)
         inner = "published_at DESC, id DESC" if query.newest_first else "score DESC, id DESC"
         sql = _RANKED.format(
-            tsquery=tsquery, configs=configs, filters=filters, rank_weight=RANK_WEIGHT, fresh_weight=FRESHNESS_WEIGHT,
+            tsquery=tsquery, configs=configs, tiers=_tiers(filters, tsquery), union=_union(), rank_weight=RANK_WEIGHT,
+            fresh_weight=FRESHNESS_WEIGHT,
             freshness=_FRESHNESS, grouping="place = 1" if query.by_story else "true", inner_order=inner,
             outer_order=", ".join(f"page.{part}" for part in inner.split(", ")), highlights=_HEADLINES,
         )  # fmt: skip
-        rows = await db.execute(text(sql), {**params, **filter_params, "query": words, "now": now, "limit": limit,
-                                            "offset": offset, "marks": _MARKS,
+        windows = {f"window{n}": now - timedelta(days=days) for n, days in enumerate(TIERS_DAYS)}
+        await db.execute(_PLANNING)
+        rows = await db.execute(text(sql), {**params, **filter_params, **windows, "query": words, "now": now,
+                                            "limit": limit, "offset": offset, "marks": _MARKS,
                                             "candidates": self._candidates})  # fmt: skip
         return [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
                           highlighted(r.summary_highlight), int(r.matches)) for r in rows]  # fmt: skip
+
+
+def _tiers(filters: str, tsquery: str) -> str:
+    """One CTE per window, newest first: a window is searched only while the newer ones found fewer than
+    `candidates` matches (a one-time filter on their counts), so a common word reads a day or a week of matches,
+    not all of them, and a rare one reads them all."""
+    tiers = []
+    for n in range(len(TIERS_DAYS) + 1):
+        window = " AND ".join(
+            ([f"a.published_at >= :window{n}"] if n < len(TIERS_DAYS) else [])
+            + ([f"a.published_at < :window{n - 1}"] if n else [])
+        )
+        found = " + ".join(f"(SELECT count(*) FROM tier{k})" for k in range(n))
+        tiers.append(_TIER.format(n=n, tsquery=tsquery, filters=filters, window=f"AND {window}" if window else "",
+                                  still_needed=f"{found} < :candidates" if n else "true"))  # fmt: skip
+    return "".join(tiers)
+
+
+def _union() -> str:
+    return " UNION ALL ".join(f"SELECT * FROM tier{n}" for n in range(len(TIERS_DAYS) + 1))
 
 
 def _correctable(words: str) -> bool:
