@@ -897,6 +897,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 loaded.update(await deliver_loader_events(engine, settings))
                 say(f"the load's outbox events through the index sync in {loaded['loader_sync_seconds']} s")
+                async with engine.connect() as connection:  # as autovacuum does after a bulk insert
+                    await connection.execution_options(isolation_level="AUTOCOMMIT")
+                    await connection.execute(text("VACUUM ANALYZE search_terms"))
                 plan = specs(queries, source_ids, rng)
                 say(f"warm-up: {len(plan)} searches")
                 await search_rounds(search, sessions, plan, loaded["max_id"], rng)
