@@ -239,21 +239,30 @@ def _date(value: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def _progress_bar(done: int, total: int, width: int = 40) -> None:
+    """A one-line progress bar on stderr (articles done of all, percent), redrawn in place."""
+    filled = width * done // total if total else width
+    end = "\n" if done >= total else ""
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} "
+                     f"({100 * done // max(total, 1)}%){end}")  # fmt: skip
+    sys.stderr.flush()
+
+
 def _reindex(settings: Settings, since: datetime | None) -> int:
     if not settings.meili_url:
         print("MEILI_URL is not set: search runs on PostgreSQL, whose search vector the database keeps itself; "
               "there is no index to rebuild", file=sys.stderr)  # fmt: skip
         return 0
-    from app.search.meili import MeiliSearch
     from app.search.query import SearchUnavailable
-    from app.search.sync import progress_bar, reindex
+    from app.search.service import meili_index
+    from app.search.sync import reindex
 
-    index = MeiliSearch(settings.meili_url, settings.meili_api_key, settings.meili_index,
-                        timeout_seconds=settings.search_timeout_seconds)  # fmt: skip
+    index = meili_index(settings)
+    assert index is not None
 
     async def run(engine: AsyncEngine) -> int:
         try:
-            sent = await reindex(engine, index, since=since, batch=settings.search_sync_batch, progress=progress_bar())
+            sent = await reindex(engine, index, since=since, batch=settings.search_sync_batch, progress=_progress_bar)
         except SearchUnavailable as error:
             print(f"\nreindex stopped: {error}", file=sys.stderr)
             return 1

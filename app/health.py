@@ -1,4 +1,5 @@
-"""Is this process able to serve: the database and Redis answer."""
+"""Is this process able to serve: the database and Redis answer; and how the search backend is doing (it does not
+decide `ok`: search falls back to PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.search.service import Search, SearchHealth
 
 CHECK_TIMEOUT_S = 2.0
 
@@ -24,6 +27,7 @@ class Check:
 class HealthReport:
     database: Check
     redis: Check
+    search: SearchHealth
 
     @property
     def ok(self) -> bool:
@@ -44,6 +48,15 @@ async def _database(engine: AsyncEngine) -> None:
         await connection.execute(text("SELECT 1"))
 
 
-async def check_health(engine: AsyncEngine, redis: Redis) -> HealthReport:
-    database, cache = await asyncio.gather(_timed(_database(engine)), _timed(redis.ping()))
-    return HealthReport(database=database, redis=cache)
+async def _search(search: Search, engine: AsyncEngine) -> SearchHealth:
+    try:
+        return await asyncio.wait_for(search.health(engine), CHECK_TIMEOUT_S)
+    except TimeoutError:
+        return SearchHealth(search.backend, reachable=False, pending_events=None, lag_seconds=None, fallbacks=None)
+
+
+async def check_health(engine: AsyncEngine, redis: Redis, search: Search) -> HealthReport:
+    """The three checks at once, each within CHECK_TIMEOUT_S."""
+    database, cache, searching = await asyncio.gather(_timed(_database(engine)), _timed(redis.ping()),
+                                                      _search(search, engine))  # fmt: skip
+    return HealthReport(database=database, redis=cache, search=searching)

@@ -77,13 +77,13 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
 
     async def healthz(request: Request) -> JSONResponse:
         current = holder["services"]
-        report = await check_health(current.engine, current.redis)
+        report = await check_health(current.engine, current.redis, current.search)
         body = {
             "ok": report.ok,
             "database": {"ok": report.database.ok, "latency_ms": report.database.latency_ms,
                          "error": report.database.error},
             "redis": {"ok": report.redis.ok, "latency_ms": report.redis.latency_ms, "error": report.redis.error},
-            "search": dataclasses.asdict(await current.search.health(current.engine)),
+            "search": dataclasses.asdict(report.search),
         }  # fmt: skip
         return JSONResponse(body, status_code=200 if report.ok else 503)
 

@@ -186,15 +186,14 @@ class Query:
     @strawberry.field(description="Database and Redis reachability of the process answering.")
     async def health(self, info: Info) -> Health:
         services = info.context.services
-        report = await check_health(services.engine, services.redis)
-        search = await services.search.health(services.engine)
+        report = await check_health(services.engine, services.redis, services.search)
         return Health(
             ok=report.ok,
             database=report.database.ok,
             redis=report.redis.ok,
             database_latency_ms=report.database.latency_ms,
             redis_latency_ms=report.redis.latency_ms,
-            search=SearchHealth(**dataclasses.asdict(search)),
+            search=SearchHealth(**dataclasses.asdict(report.search)),
         )
 
     trending: list[TrendingStory] = strawberry.field(

@@ -9,8 +9,9 @@ committing) can tell.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -43,18 +44,22 @@ async def relay(db: AsyncEngine, redis: Redis, topics: Sequence[str], *, limit: 
     return len(delivered)
 
 
-ROUNDS = 50  # batches `relay_all` publishes per topic at most in one run (then the next run goes on)
+ROUNDS = 50  # batches one drain runs at most (then the next run goes on)
 
 
-async def relay_all(db: AsyncEngine, redis: Redis, topics: Sequence[str], *, rounds: int = ROUNDS) -> int:
+async def drain(deliver: Callable[[], Awaitable[int]], *, batch: int, rounds: int = ROUNDS) -> int:
+    """Runs `deliver` (one batch, returning how many it delivered) until a batch comes back short: nothing more is
+    pending, or the target is down and the next run tries again. At most `rounds` batches; returns the total."""
+    delivered = 0
+    for _ in range(rounds):
+        done = await deliver()
+        delivered += done
+        if done < batch:
+            break
+    return delivered
+
+
+async def relay_all(db: AsyncEngine, redis: Redis, topics: Sequence[str]) -> int:
     """Publishes every pending event of `topics`, topic by topic in the order given (an earlier topic never waits
-    behind a later one's backlog), batch after batch until a topic is drained, up to `rounds` batches each; returns
-    how many were delivered."""
-    published = 0
-    for topic in topics:
-        for _ in range(rounds):
-            delivered = await relay(db, redis, (topic,))
-            published += delivered
-            if delivered < BATCH:  # drained (or Redis is down: the next run tries again)
-                break
-    return published
+    behind a later one's backlog), batch after batch until a topic is drained; returns how many were delivered."""
+    return sum([await drain(functools.partial(relay, db, redis, (topic,)), batch=BATCH) for topic in topics])

@@ -29,12 +29,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.search import terms
 from app.search.query import (
-    FRESHNESS_HALF_LIFE_HOURS,
-    FRESHNESS_WEIGHT,
     MARK_END,
     MARK_START,
-    MAX_LANGUAGES,
-    RANK_WEIGHT,
     SUMMARY_WORDS,
     SearchHit,
     SearchQuery,
@@ -44,6 +40,8 @@ from app.search.query import (
     highlighted,
 )
 
+RANK_WEIGHT, FRESHNESS_WEIGHT = 0.7, 0.3  # the score: text rank blended with freshness
+FRESHNESS_HALF_LIFE_HOURS = 48.0
 DEFAULT_LANGUAGE = "en"  # the stemmed form a query gets when it names no language (most of the corpus)
 TYPO_MAX_WORDS = 3  # queries this short, without operators, are corrected when nothing matches them
 _OPERATORS = re.compile(r'["()]|(^|\s)-\S|\sor\s', re.IGNORECASE)
@@ -65,6 +63,7 @@ _PLANNING = text(
 )
 
 TIERS_DAYS = (1, 7, 30)  # matches are taken newest first, a window at a time: older windows only while needed
+_UNION = " UNION ALL ".join(f"SELECT * FROM tier{n}" for n in range(len(TIERS_DAYS) + 1))
 
 _TIER = """
     tier{n} AS (
@@ -124,14 +123,16 @@ class PostgresSearch:
 
     async def search(self, query: SearchQuery, *, now: datetime, limit: int, offset: int) -> SearchResult:
         words = checked(query.text)
+        correctable = _correctable(words)
         async with self._sessions() as db:
+            await db.execute(_PLANNING)  # for the whole transaction
             if not query.approximate:
                 hits = await self._ranked(db, query, words, now=now, limit=limit, offset=offset)
-                if hits or offset or not _correctable(words):
+                if hits or offset or not correctable:
                     if not hits and not offset and not await _has_words(db, words):
                         raise SearchRejected("the query has no searchable word")
                     return SearchResult(hits, approximate=False, backend=self.name)
-            better = await terms.corrected(db, words) if _correctable(words) else None
+            better = await terms.corrected(db, words) if correctable else None
             if better is None:
                 return SearchResult([], approximate=False, backend=self.name)
             hits = await self._ranked(db, query, better, now=now, limit=limit, offset=offset)
@@ -143,13 +144,12 @@ class PostgresSearch:
         filters, filter_params = _filters(query)
         inner = "published_at DESC, id DESC" if query.newest_first else "score DESC, id DESC"
         sql = _RANKED.format(
-            tsquery=tsquery, configs=configs, tiers=_tiers(filters, tsquery), union=_union(), rank_weight=RANK_WEIGHT,
+            tsquery=tsquery, configs=configs, tiers=_tiers(filters, tsquery), union=_UNION, rank_weight=RANK_WEIGHT,
             fresh_weight=FRESHNESS_WEIGHT,
             freshness=_FRESHNESS, grouping="place = 1" if query.by_story else "true", inner_order=inner,
             outer_order=", ".join(f"page.{part}" for part in inner.split(", ")), highlights=_HEADLINES,
         )  # fmt: skip
         windows = {f"window{n}": now - timedelta(days=days) for n, days in enumerate(TIERS_DAYS)}
-        await db.execute(_PLANNING)
         rows = await db.execute(text(sql), {**params, **filter_params, **windows, "query": words, "now": now,
                                             "limit": limit, "offset": offset, "marks": _MARKS,
                                             "candidates": self._candidates})  # fmt: skip
@@ -173,17 +173,13 @@ def _tiers(filters: str, tsquery: str) -> str:
     return "".join(tiers)
 
 
-def _union() -> str:
-    return " UNION ALL ".join(f"SELECT * FROM tier{n}" for n in range(len(TIERS_DAYS) + 1))
-
-
 def _correctable(words: str) -> bool:
     return len(words.split()) <= TYPO_MAX_WORDS and not _OPERATORS.search(words) and not _CJK.search(words)
 
 
 def _forms(query: SearchQuery) -> tuple[str, str, dict[str, Any]]:
     """The tsquery (unstemmed OR each language's stemmed form) and the configurations it was parsed with."""
-    languages = sorted(set(query.languages))[:MAX_LANGUAGES] or [DEFAULT_LANGUAGE]
+    languages = sorted(set(query.languages)) or [DEFAULT_LANGUAGE]  # (the API takes at most 20)
     params: dict[str, Any] = {f"language{n}": language for n, language in enumerate(languages)}
     configs = ["'newsagg_simple'::regconfig", *(f"newsagg_ts_config(:language{n})" for n in range(len(languages)))]
     tsquery = " || ".join(f"websearch_to_tsquery({config}, newsagg_search_text(:query))" for config in configs)

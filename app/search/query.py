@@ -15,9 +15,6 @@ from typing import Protocol
 
 MAX_QUERY_CHARS = 200
 MAX_QUERY_WORDS = 20
-MAX_LANGUAGES = 10  # languages one query may name (each adds a stemmed form of the query)
-RANK_WEIGHT, FRESHNESS_WEIGHT = 0.7, 0.3  # PostgreSQL's score: text rank blended with freshness
-FRESHNESS_HALF_LIFE_HOURS = 48.0
 SUMMARY_WORDS = 30  # the longest summary extract a hit shows
 MARK_START, MARK_END = "\ue000", "\ue001"
 _MARKS = re.compile(f"[{MARK_START}{MARK_END}]")

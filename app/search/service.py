@@ -14,17 +14,20 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from app.search.meili import MeiliSearch
 from app.search.postgres import PostgresSearch
 from app.search.query import SearchQuery, SearchResult, SearchUnavailable
 from app.search.sync import status
 from app.settings import Settings
+
+if TYPE_CHECKING:
+    from app.search.meili import MeiliSearch
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +43,22 @@ class SearchHealth:
     fallbacks: int | None  # searches answered from PostgreSQL because Meilisearch failed (None: Redis is down)
 
 
+def meili_index(settings: Settings) -> MeiliSearch | None:
+    """The Meilisearch index `MEILI_URL` names, or None. The client is imported only then: a process on PostgreSQL
+    alone does not pay for loading it."""
+    if not settings.meili_url:
+        return None
+    from app.search.meili import MeiliSearch
+
+    return MeiliSearch(settings.meili_url, settings.meili_api_key, settings.meili_index,
+                       timeout_seconds=settings.search_timeout_seconds)  # fmt: skip
+
+
 class Search:
     def __init__(self, settings: Settings, sessions: Callable[[], AbstractAsyncContextManager[AsyncSession]],
                  redis: Redis) -> None:  # fmt: skip
         self.postgres = PostgresSearch(sessions, candidates=settings.search_candidates)
-        self.meili = (MeiliSearch(settings.meili_url, settings.meili_api_key, settings.meili_index,
-                                  timeout_seconds=settings.search_timeout_seconds)
-                      if settings.meili_url else None)  # fmt: skip
+        self.meili = meili_index(settings)
         self._redis = redis
         self._down_for = settings.search_down_seconds
         self._down_until = 0.0

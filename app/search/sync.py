@@ -17,26 +17,27 @@ older copy in the index.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+if TYPE_CHECKING:
+    from app.search.meili import MeiliSearch
+
 from app.outbox import repository as outbox
+from app.outbox.relay import drain
 from app.search import documents as projection
 from app.search import terms
-from app.search.meili import MeiliSearch
 from app.search.query import SearchUnavailable
 
 log = logging.getLogger(__name__)
 
 SEARCH_TOPIC = "search"  # written by the articles trigger (migration 0010)
 EVENTS_PER_RUN = 200  # outbox events one sync round takes
-ROUNDS = 50  # rounds one `sync_all` runs at most (then the next run goes on)
 _LOCK = text("SELECT pg_try_advisory_xact_lock(hashtext('newsagg.search-sync'))")
 _WAIT_LOCK = text("SELECT pg_advisory_xact_lock(hashtext('newsagg.search-sync'))")
 
@@ -44,53 +45,48 @@ _WAIT_LOCK = text("SELECT pg_advisory_xact_lock(hashtext('newsagg.search-sync'))
 @dataclass(frozen=True, slots=True)
 class SyncRound:
     events: int  # events stamped delivered
-    articles: int  # documents sent (upserted or deleted)
     failed: bool  # the index refused or was down; the events wait for their retry
 
 
-async def sync(engine: AsyncEngine, index: MeiliSearch | None, *, batch: int, retry_cap_seconds: float,
-               limit: int = EVENTS_PER_RUN) -> SyncRound:  # fmt: skip
-    """One round: up to `limit` pending events delivered to `index`."""
+async def sync(engine: AsyncEngine, index: MeiliSearch | None, *, batch: int, retry_cap_seconds: float) -> SyncRound:
+    """One round: up to EVENTS_PER_RUN pending events delivered to `index`."""
     async with engine.begin() as connection:
         if not await connection.scalar(_LOCK):
-            return SyncRound(0, 0, False)  # another process is syncing
-        events = await outbox.take_pending(connection, (SEARCH_TOPIC,), limit)
+            return SyncRound(0, False)  # another process is syncing
+        events = await outbox.take_pending(connection, (SEARCH_TOPIC,), EVENTS_PER_RUN)
         if not events:
-            return SyncRound(0, 0, False)
+            return SyncRound(0, False)
         ids = sorted({int(i) for event in events for i in event.payload.get("articles", ())})
         event_ids = [event.id for event in events]
         try:
-            sent = await _send(connection, index, ids, batch) if index is not None else 0
+            if index is not None:
+                await _send(connection, index, ids, batch)
         except SearchUnavailable as error:
             await outbox.mark_failed(connection, event_ids, str(error), backoff_cap_seconds=retry_cap_seconds)
             log.warning("search sync: %d event(s) (%d articles) not indexed, retried with back-off: %s",
                         len(events), len(ids), error)  # fmt: skip
-            return SyncRound(0, 0, True)
+            return SyncRound(0, True)
         inserted = sorted({int(i) for event in events if event.payload.get("inserted")
                            for i in event.payload.get("articles", ())})  # fmt: skip
         await terms.learn(connection, inserted)  # with the stamp: each article's title words count once
         await outbox.mark_delivered(connection, event_ids)
-        return SyncRound(len(events), sent, False)
+        return SyncRound(len(events), False)
 
 
-async def sync_all(engine: AsyncEngine, index: MeiliSearch | None, *, batch: int, retry_cap_seconds: float,
-                   rounds: int = ROUNDS) -> int:  # fmt: skip
-    """Rounds until nothing is pending (or the index fails, or `rounds`); returns the events delivered."""
-    delivered = 0
-    for _ in range(rounds):
-        done = await sync(engine, index, batch=batch, retry_cap_seconds=retry_cap_seconds)
-        delivered += done.events
-        if done.failed or done.events < EVENTS_PER_RUN:
-            break
-    return delivered
+async def sync_all(engine: AsyncEngine, index: MeiliSearch | None, *, batch: int, retry_cap_seconds: float) -> int:
+    """Rounds until nothing is pending or the index fails (app.outbox.relay.drain); returns the events delivered."""
+
+    async def one_round() -> int:
+        return (await sync(engine, index, batch=batch, retry_cap_seconds=retry_cap_seconds)).events
+
+    return await drain(one_round, batch=EVENTS_PER_RUN)
 
 
-async def _send(connection: AsyncConnection, index: MeiliSearch, ids: list[int], batch: int) -> int:
+async def _send(connection: AsyncConnection, index: MeiliSearch, ids: list[int], batch: int) -> None:
     for start in range(0, len(ids), batch):
         found, gone = await projection.documents(connection, ids[start : start + batch])
         await index.upsert(found)
         await index.delete(gone)
-    return len(ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +102,8 @@ async def status(engine: AsyncEngine, index: MeiliSearch | None, *, now: datetim
         row = await outbox.backlog(connection, SEARCH_TOPIC)
     now = now or datetime.now(UTC)
     lag = max(0.0, (now - row.oldest).total_seconds()) if row.oldest else 0.0
-    return SyncStatus("meilisearch" if index else "postgres", int(row.events), round(lag, 3), int(row.attempts or 0))
+    backend = index.name if index is not None else "postgres"
+    return SyncStatus(backend, int(row.events), round(lag, 3), int(row.attempts or 0))
 
 
 Progress = Callable[[int, int], None]  # (articles done, articles in all)
@@ -126,21 +123,9 @@ async def reindex(engine: AsyncEngine, index: MeiliSearch, *, since: datetime | 
             if not ids:
                 break
             await connection.execute(_WAIT_LOCK)
-            done += await _send(connection, index, ids, batch)
+            await _send(connection, index, ids, batch)
+            done += len(ids)
         after = ids[-1]
         if progress:
             progress(done, max(total, done))
     return done
-
-
-def progress_bar(stream: Any = sys.stderr, width: int = 40) -> Progress:
-    """A one-line progress bar (articles done of all, percent) redrawn in place."""
-
-    def draw(done: int, total: int) -> None:
-        filled = width * done // total if total else width
-        end = "\n" if done >= total else ""
-        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} "
-                     f"({100 * done // max(total, 1)}%){end}")  # fmt: skip
-        stream.flush()
-
-    return draw
