@@ -15,7 +15,7 @@ from app.queue_names import REFRESH_SOURCE, UNDERSTAND_ARTICLES
 from app.services import Services
 from app.sources import repository as sources
 from jobs.maintenance import delete_in_batches
-from jobs.websub import _enqueue_subscribe
+from jobs.websub import enqueue_subscribe
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutc
             UNDERSTAND_ARTICLES, outcome.new_article_ids, _queue_name=services.settings.queue_name
         )
     if outcome.subscribe is not None:
-        await _enqueue_subscribe(ctx, source_id, outcome.subscribe.hub, outcome.subscribe.topic)
+        await enqueue_subscribe(ctx, source_id, outcome.subscribe.hub, outcome.subscribe.topic)
 
 
 async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, content_type: str | None) -> str:

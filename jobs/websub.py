@@ -23,11 +23,11 @@ async def websub_renew(ctx: dict[str, Any]) -> int:
     async with services.engine.connect() as connection:
         due = await renewals_due(connection, services.settings)
     for source_id, found in due:
-        await _enqueue_subscribe(ctx, source_id, found.hub, found.topic)
+        await enqueue_subscribe(ctx, source_id, found.hub, found.topic)
     return len(due)
 
 
-async def _enqueue_subscribe(ctx: dict[str, Any], source_id: int, hub: str, topic: str) -> None:
+async def enqueue_subscribe(ctx: dict[str, Any], source_id: int, hub: str, topic: str) -> None:
     """One subscribe job for `source_id` (one at a time: its job id is the source's)."""
     services: Services = ctx["services"]
     await ctx["redis"].enqueue_job(

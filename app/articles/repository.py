@@ -63,10 +63,6 @@ async def insert_new(session: Executor, rows: Sequence[NewArticle]) -> list[Inse
     return sorted((InsertedArticle(id=r.id, published_at=r.published_at) for r in result), key=lambda a: a.id)
 
 
-async def articles_by_ids(session: AsyncSession, ids: Sequence[int]) -> list[Article]:
-    return list(await session.scalars(select(Article).where(Article.id.in_(ids))))
-
-
 async def articles_with_sources(session: AsyncSession, ids: Sequence[int]) -> list[tuple[Article, Source]]:
     """Articles by id, each with its source (whoever shows an article nearly always shows its outlet)."""
     rows = await session.execute(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -13,8 +14,9 @@ from app.db.base import Base
 M = TypeVar("M", bound=Base)
 
 
-def _columns(model: type[Base], skip: frozenset[str]) -> list[Any]:
-    return [c for c in inspect(model).columns if c.key not in skip and not c.computed]
+@functools.cache  # a handful of (model, skip) pairs, asked for on every row of every cached page
+def _columns(model: type[Base], skip: frozenset[str]) -> tuple[Any, ...]:
+    return tuple(c for c in inspect(model).columns if c.key not in skip and not c.computed)
 
 
 def dump(row: Base, skip: frozenset[str] = frozenset()) -> dict[str, Any]:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from app.db.engine import Executor
 from app.feed.ranking import DECAY_PER_HOUR, WEIGHTS, Candidate, FreshnessClass
-from app.users.models import SourceFollow, SourceMute
 
 # A cheap first cut in SQL, shaped like the ranking with its own weights (freshness at the regular decay, coverage's
 # share of quality, the reader's topics; breaking stands in for its boost), so the few hundred stories the ranker
@@ -86,10 +85,6 @@ async def stand_in_leads(
         return {}
     rows = await db.execute(_STAND_INS, {"stories": list(story_ids), "muted": list(muted)})
     return {r.cluster_id: (r.id, r.source_id, r.authority) for r in rows}
-
-
-async def source_ids(db: Executor, user_id: int, table: type[SourceFollow | SourceMute]) -> list[int]:
-    return list(await db.scalars(select(table.source_id).where(table.user_id == user_id)))
 
 
 _READ_STORIES = text("""

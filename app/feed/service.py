@@ -21,6 +21,7 @@ from app.trending.store import scores as trending_scores
 from app.trending.windows import TrendingWindow
 from app.users.interests import interests
 from app.users.models import SourceFollow, SourceMute, User
+from app.users.preferences import source_ids_of
 
 TRENDING_WINDOW = TrendingWindow.HOUR
 READ_MEMORY = timedelta(days=7)  # an article opened longer ago than this no longer lowers its story
@@ -94,10 +95,10 @@ async def _reader(session: AsyncSession, scope: FeedScope, now: datetime) -> tup
     preferred = list(user.preferred_languages) if user else []
     profile = Profile(
         interests=await interests(session, scope.user_id, now),
-        followed_sources=frozenset(await repository.source_ids(session, scope.user_id, SourceFollow)),
+        followed_sources=frozenset(await source_ids_of(session, scope.user_id, SourceFollow)),
         read_stories=frozenset(await repository.read_stories(session, scope.user_id, now - READ_MEMORY)),
     )
-    muted = await repository.source_ids(session, scope.user_id, SourceMute)
+    muted = await source_ids_of(session, scope.user_id, SourceMute)
     return profile, muted, list(scope.languages) or preferred
 
 

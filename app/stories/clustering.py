@@ -269,7 +269,7 @@ class _Weighted:
     def of(cls, story: Story, state: StoryState, top: int) -> _Weighted:
         vector = {w: c * state.idf(w) for w, c in story.centroid.items()}
         norm = math.sqrt(sum(w * w for w in vector.values()))
-        return cls(vector, norm, frozenset(heapq.nlargest(top, vector, key=vector.__getitem__)))
+        return cls(vector, norm, frozenset(top_terms(vector, top)))
 
     def cosine(self, other: _Weighted) -> float:
         small, large = (self, other) if len(self.vector) <= len(other.vector) else (other, self)

@@ -42,15 +42,18 @@ async def coverage_pages(
     """One page per request, and the sources of every article on them; two statements whatever the number of
     requests."""
     rows = await repository.coverage_groups(session, requests)
-    wanted = {(requests[number].story_id, source_id) for number, source_id, _ in _shown(requests, rows)}
+    shown = _shown(requests, rows)
+    wanted = {(requests[number].story_id, source_id) for number, source_id, _ in shown}
     found = await repository.coverage_articles(session, wanted) if wanted else []
-    pages = fold(requests, rows, [(article, original_id) for article, _, original_id in found])
+    pages = fold(requests, rows, shown, [(article, original_id) for article, _, original_id in found])
     return pages, list({source.id: source for _, source, _ in found}.values())
 
 
 def fold(requests: Sequence[CoverageRequest], rows: Sequence[CoverageGroupRow],
+         shown: Sequence[tuple[int, int, GroupKey]],
          articles: Sequence[tuple[Article, int | None]]) -> list[CoveragePage]:  # fmt: skip
-    """Pages from the groups' rows and their articles, earliest first, each with the original it copies (if any)."""
+    """Pages from the groups' rows, the groups `_shown` of them, and their articles, earliest first, each with the
+    original it copies (if any)."""
     copies: dict[int, list[Article]] = defaultdict(list)
     items: dict[tuple[int | None, int], list[CoverageItem]] = defaultdict(list)
     for article, original_id in articles:
@@ -59,7 +62,7 @@ def fold(requests: Sequence[CoverageRequest], rows: Sequence[CoverageGroupRow],
         else:
             copies[original_id].append(article)  # the original's item holds this very list, before or after
     groups: dict[int, list[CoverageGroup]] = defaultdict(list)
-    for number, source_id, key in _shown(requests, rows):
+    for number, source_id, key in shown:
         groups[number].append(CoverageGroup(source_id, key, items[requests[number].story_id, source_id]))
     listed = Counter(row.request for row in rows if row.source_id is not None)
     totals = {row.request: row.total for row in rows}

@@ -25,18 +25,15 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from app.trending.windows import BUCKET_SECONDS, LONGEST, bucket_of, retention_seconds, window_buckets
+from app.users.interests import SIGNAL
 from app.users.models import EngagementAction
 
 log = logging.getLogger(__name__)
 
 ENGAGEMENT_WEIGHT = 0.5
-ACTION_WEIGHTS = {
-    EngagementAction.CLICK: 1.0,
-    EngagementAction.READ: 1.0,
-    EngagementAction.SHARE: 2.0,
-    EngagementAction.SAVE: 2.0,
-    EngagementAction.DISMISS: 0.0,  # one reader's "not for me" is for their own feed, not a vote against a story
-}
+# The interest signals, negative ones counted as none: one reader's "not for me" (dismiss) is for their own feed,
+# not a vote against a story.
+ACTION_WEIGHTS = {action: max(signal, 0.0) for action, signal in SIGNAL.items()}
 PREFIX = "newsagg:trending:"
 SCRATCH_SECONDS = 10  # the union sets of one read, should the reader die before deleting them
 

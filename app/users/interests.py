@@ -17,8 +17,9 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.articles.models import Article
-from app.users.models import EngagementAction, ReadEvent, TopicFollow, UserInterest
-from app.users.service import AccountErrorCode, AccountRejected
+from app.users.errors import AccountErrorCode, AccountRejected
+from app.users.models import EngagementAction, ReadEvent, UserInterest
+from app.users.preferences import followed_topics
 
 ALPHA = 0.1
 DAILY_DECAY = 0.95
@@ -77,6 +78,6 @@ async def interests(session: AsyncSession, user_id: int, now: datetime) -> dict[
     """The reader's interests now: learned weights, decayed to today, with followed topics at least FOLLOWED."""
     row = await session.scalar(select(UserInterest).where(UserInterest.user_id == user_id))
     weights = decayed(dict(row.topic_weights), row.updated_at, now) if row else {}
-    for topic in await session.scalars(select(TopicFollow.topic).where(TopicFollow.user_id == user_id)):
+    for topic in await followed_topics(session, user_id):
         weights[topic] = max(weights.get(topic, 0.0), FOLLOWED)
     return weights

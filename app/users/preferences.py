@@ -8,8 +8,8 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.sources.models import Source
+from app.users.errors import AccountErrorCode, AccountRejected
 from app.users.models import SourceFollow, SourceMute, TopicFollow, User
-from app.users.service import AccountErrorCode, AccountRejected
 
 
 async def set_topic(session: AsyncSession, user_id: int, topic: str, *, follow: bool) -> None:
@@ -43,3 +43,8 @@ async def sources_of(session: AsyncSession, user_id: int, table: type[SourceFoll
     rows = await session.scalars(select(Source).join(table, table.source_id == Source.id)
                                  .where(table.user_id == user_id).order_by(Source.name, Source.id))  # fmt: skip
     return list(rows)
+
+
+async def source_ids_of(session: AsyncSession, user_id: int, table: type[SourceFollow | SourceMute]) -> list[int]:
+    """The ids of `sources_of`, in no particular order: no join, no sort."""
+    return list(await session.scalars(select(table.source_id).where(table.user_id == user_id)))

@@ -4,17 +4,17 @@ bearer credential belongs to. Tokens and keys are random, shown once, and stored
 from __future__ import annotations
 
 import asyncio
-import enum
 import hashlib
 import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.users.errors import AccountErrorCode, AccountRejected
 from app.users.models import ApiKey, User, UserSession
 from app.users.passwords import dummy_hash, hash_password, verify_password
 
@@ -22,22 +22,6 @@ SESSION_PREFIX = "nas_"  # newsagg session
 API_KEY_PREFIX = "nak_"  # newsagg API key
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s.]{2,63}")
 MIN_PASSWORD, MAX_PASSWORD = 10, 1024
-
-
-class AccountErrorCode(enum.StrEnum):
-    INVALID_EMAIL = "invalid_email"
-    WEAK_PASSWORD = "weak_password"
-    EMAIL_TAKEN = "email_taken"
-    INVALID_CREDENTIALS = "invalid_credentials"
-    UNAUTHENTICATED = "unauthenticated"
-    NOT_FOUND = "not_found"
-    INVALID = "invalid"
-
-
-class AccountRejected(Exception):
-    def __init__(self, code: AccountErrorCode, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.code, self.field = code, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +60,13 @@ async def sign_up(session: AsyncSession, email: str, password: str, lifetime: ti
     return user, await start_session(session, user, lifetime)
 
 
+def _email_is(email: str) -> ColumnElement[bool]:
+    """Matches the account whatever the case or surrounding spaces of `email` (not validated: a lookup only)."""
+    return func.lower(User.email) == email.strip().lower()
+
+
 async def log_in(session: AsyncSession, email: str, password: str, lifetime: timedelta) -> tuple[User, Credential]:
-    user = await session.scalar(select(User).where(func.lower(User.email) == email.strip().lower()))
+    user = await session.scalar(select(User).where(_email_is(email)))
     valid = await asyncio.to_thread(verify_password, password, user.password_hash if user else dummy_hash())
     if user is None or not valid:
         raise AccountRejected(AccountErrorCode.INVALID_CREDENTIALS, "wrong email or password")
@@ -141,3 +130,10 @@ async def authenticate(session: AsyncSession, bearer: str) -> User | None:
             await session.execute(update(ApiKey).where(ApiKey.key_hash == hashed).values(last_used_at=func.now()))
         return user
     return None
+
+
+async def set_admin(session: AsyncSession, email: str, admin: bool) -> bool:
+    """Grants (or takes away) administration, which lets an account manage sources, to the account with this email
+    (matched as `log_in` matches it). False when there is no such account."""
+    result = await session.execute(update(User).where(_email_is(email)).values(is_admin=admin))
+    return bool(result.rowcount)  # type: ignore[attr-defined]

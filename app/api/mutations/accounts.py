@@ -12,17 +12,9 @@ from app.api.auth import CREDENTIALS, bearer, require_viewer
 from app.api.context import Info
 from app.api.errors import bad_argument
 from app.api.types.viewer import ApiKeyInfo, Viewer
+from app.users.errors import AccountErrorCode, AccountRejected
 from app.users.models import User
-from app.users.service import (
-    AccountErrorCode,
-    AccountRejected,
-    Credential,
-    create_api_key,
-    log_in,
-    log_out,
-    revoke_api_key,
-    sign_up,
-)
+from app.users.service import Credential, create_api_key, log_in, log_out, revoke_api_key, sign_up
 
 AccountErrorCodeEnum = strawberry.enum(AccountErrorCode, name="AccountErrorCode")
 

@@ -14,10 +14,10 @@ from app.api.mutations.accounts import AccountError, refused
 from app.api.relay import id_of
 from app.api.types.viewer import TopicWeight, weights_of
 from app.feed import versions
-from app.trending.store import ACTION_WEIGHTS, record_reader_engagement
+from app.trending.store import record_reader_engagement
+from app.users.errors import AccountRejected
 from app.users.interests import record
 from app.users.models import EngagementAction
-from app.users.service import AccountRejected
 
 EngagementActionEnum = strawberry.enum(EngagementAction, name="EngagementAction")
 MAX_SESSION_ID = 64
@@ -52,6 +52,6 @@ async def engagement_record(
         return EngagementPayload(recorded=False, interests=[], errors=refused(error))
     if result.recorded:  # after commit: the reader's cached feed pages are stale now
         await versions.bump(services.redis, user.id)
-        if ACTION_WEIGHTS[done] and result.story_id is not None:  # its story gains engagement (once per reader)
+        if result.story_id is not None:  # its story gains engagement (once per reader, if the action weighs)
             await record_reader_engagement(services.redis, user.id, result.story_id, done, now)
     return EngagementPayload(recorded=result.recorded, interests=weights_of(result.weights), errors=[])

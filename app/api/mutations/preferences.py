@@ -16,8 +16,8 @@ from app.api.types.viewer import Viewer
 from app.feed import versions
 from app.topics.keywords import Topic
 from app.users import preferences
+from app.users.errors import AccountRejected
 from app.users.models import SourceFollow, SourceMute, User
-from app.users.service import AccountRejected
 
 
 @strawberry.type(description="The account after the change.")
