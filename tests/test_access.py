@@ -19,7 +19,7 @@ from app.services import Services
 from app.settings import Settings
 from app.users.models import UserSession
 from tests.conftest import GraphQLClient, document
-from tests.newsroom import StorySpec, add_source, add_story, global_id, sign_up
+from tests.newsroom import StorySpec, add_source, add_story, global_id, log_in, sign_up
 
 PUBLIC_QUERIES = {"node", "sources", "sourcesOpml", "source", "articles", "article", "stories", "story",
                   "breakingEvents", "topicFeed", "breaking", "trending", "search", "health", "viewer",
@@ -148,8 +148,7 @@ async def test_signing_out_ends_what_an_open_websocket_may_do(api_url: str, gql:
 async def test_a_dead_session_token_cannot_end_the_live_ones(gql: GraphQLClient) -> None:
     old = await sign_up(gql, "e@example.com")
     await gql.as_(old).post("mutation { logOut { revoked } }")
-    live = (await gql.post('mutation { logIn(input: {email: "e@example.com", password: "correct horse battery"}) '
-                           "{ token } }"))["data"]["logIn"]["token"]  # fmt: skip
+    live = (await log_in(gql, "e@example.com"))["token"]
     leaked = await gql.as_(old).post("mutation { logOut(everywhere: true) { revoked } }")
     assert leaked["data"]["logOut"]["revoked"] == 0
     assert (await gql.as_(live).post(VIEWER))["data"]["viewer"]["email"] == "e@example.com"

@@ -19,7 +19,7 @@ from app.sources.service import SourceRequest, create_source
 from app.users.models import User, UserInterest, UserSession
 from app.users.passwords import hash_password, verify_password
 from tests.conftest import GraphQLClient, document, newsagg
-from tests.newsroom import PASSWORD, global_id, sign_up
+from tests.newsroom import PASSWORD, global_id, log_in, sign_up
 
 
 def test_passwords_are_salted_scrypt_and_verified_in_constant_time() -> None:
@@ -41,11 +41,11 @@ async def test_sign_up_log_in_and_the_viewer(gql: GraphQLClient, services: Servi
     assert [(e["code"], e["field"]) for e in weak["errors"]] == [("WEAK_PASSWORD", "password")]
     bad = (await gql.run("SignUp", input={"email": "not-an-email", "password": PASSWORD}))["signUp"]
     assert [e["code"] for e in bad["errors"]] == ["INVALID_EMAIL"]
-    wrong = (await gql.run("LogIn", input={"email": "reader@example.com", "password": "wrong password"}))["logIn"]
-    unknown = (await gql.run("LogIn", input={"email": "nobody@example.com", "password": PASSWORD}))["logIn"]
+    wrong = await log_in(gql, "reader@example.com", "wrong password")
+    unknown = await log_in(gql, "nobody@example.com")
     assert wrong["errors"] == unknown["errors"]  # nothing says which accounts exist
     assert wrong["token"] is None
-    second = (await gql.run("LogIn", input={"email": "READER@example.com", "password": PASSWORD}))["logIn"]
+    second = await log_in(gql, "READER@example.com")
     assert second["token"]
     assert second["token"] != token
     async with services.db() as session:
@@ -56,15 +56,15 @@ async def test_sign_up_log_in_and_the_viewer(gql: GraphQLClient, services: Servi
 
 async def test_tokens_are_revoked_by_log_out_and_expire(gql: GraphQLClient, services: Services) -> None:
     token = await sign_up(gql)
-    other = (await gql.run("LogIn", input={"email": "reader@example.com", "password": PASSWORD}))["logIn"]["token"]
+    other = (await log_in(gql, "reader@example.com"))["token"]
     assert (await gql.as_(token).run("LogOut"))["logOut"]["revoked"] == 1
     assert (await gql.as_(token).run("Viewer"))["viewer"] is None
     assert (await gql.as_(other).run("Viewer"))["viewer"] is not None  # another session goes on
     async with services.db.begin() as session:
         await session.execute(update(UserSession).values(expires_at=datetime.now(UTC) - timedelta(seconds=1)))
     assert (await gql.as_(other).run("Viewer"))["viewer"] is None
-    third = (await gql.run("LogIn", input={"email": "reader@example.com", "password": PASSWORD}))["logIn"]["token"]
-    await gql.as_(other).run("LogIn", input={"email": "reader@example.com", "password": PASSWORD})
+    third = (await log_in(gql, "reader@example.com"))["token"]
+    await log_in(gql.as_(other), "reader@example.com")
     # every session still open: the expired one, this one and the last sign-in
     assert (await gql.as_(third).run("LogOut", everywhere=True))["logOut"]["revoked"] == 3
 

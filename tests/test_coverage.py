@@ -11,22 +11,18 @@ from app.articles.repository import NewArticle, insert_new
 from app.articles.understanding import understand_articles
 from app.services import Services
 from app.settings import Settings
-from app.sources.service import SourceRequest, create_source
 from app.stories.service import cluster_articles
 from tests.conftest import GraphQLClient, count_queries, document
+from tests.newsroom import add_source
 from tests.test_stories_ingest import APPLE, FED, stored
 
 T0 = datetime.now(UTC).replace(microsecond=0)
 
 
 async def outlets(services: Services, settings: Settings, **authorities: float) -> dict[str, int]:
-    """One source per name, with that authority, created in the order given."""
-    ids = {}
-    async with services.db.begin() as session:
-        for name, authority in authorities.items():
-            request = SourceRequest(feed_url=f"http://127.0.0.1:9/{name}", name=name, authority=authority)
-            ids[name] = (await create_source(session, settings, request)).id
-    return ids
+    """One source per name, with that authority and no declared language, created in the order given."""
+    return {name: await add_source(services, settings, name, authority, language=None)
+            for name, authority in authorities.items()}  # fmt: skip
 
 
 async def publish(services: Services, *articles: tuple[int, str, str, int]) -> list[int]:

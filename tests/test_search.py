@@ -16,7 +16,7 @@ from app.search.sync import sync_all
 from app.services import Services
 from app.settings import Settings
 from tests.conftest import GraphQLClient, document
-from tests.newsroom import StorySpec, add_source, add_story
+from tests.newsroom import StorySpec, add_source, add_story, search_newsroom
 
 
 async def titles(gql: GraphQLClient, query: str, **variables: Any) -> list[str]:
@@ -24,19 +24,9 @@ async def titles(gql: GraphQLClient, query: str, **variables: Any) -> list[str]:
     return [edge["node"]["article"]["title"] for edge in found]
 
 
-async def newsroom(services: Services, settings: Settings) -> None:
-    outlets = [await add_source(services, settings, f"outlet{i}") for i in range(4)]
-    await add_story(services, StorySpec("Flood waters rise in Valencia", outlets, topics=["world"],
-                                        age=timedelta(hours=2)))  # fmt: skip
-    await add_story(services, StorySpec("Central bank holds interest rates", outlets[:2], topics=["business"],
-                                        age=timedelta(days=10)))  # fmt: skip
-    await add_story(services, StorySpec("Rates of flood insurance climb", outlets[:1], topics=["business"],
-                                        languages=["fr"], age=timedelta(hours=1)))  # fmt: skip
-
-
 async def test_hits_carry_their_story_and_highlights(gql: GraphQLClient, services: Services,
                                                      settings: Settings) -> None:  # fmt: skip
-    await newsroom(services, settings)
+    await search_newsroom(services, settings)
     found = (await gql.run("Search", query="insurance", first=1))["search"]
     assert found["approximate"] is False
     hit = found["edges"][0]["node"]
@@ -48,7 +38,7 @@ async def test_hits_carry_their_story_and_highlights(gql: GraphQLClient, service
 
 
 async def test_filters_grouping_sorting_and_pages(gql: GraphQLClient, services: Services, settings: Settings) -> None:
-    await newsroom(services, settings)
+    await search_newsroom(services, settings)
     assert await titles(gql, "rates", topics=["WORLD"]) == []
     assert await titles(gql, "rates", languages=["fr"]) == ["Rates of flood insurance climb"]
     assert await titles(gql, "rates", freshness="WEEK") == ["Rates of flood insurance climb"]
@@ -75,7 +65,7 @@ async def test_filters_grouping_sorting_and_pages(gql: GraphQLClient, services: 
 
 
 async def test_bad_queries_get_typed_errors(gql: GraphQLClient, services: Services, settings: Settings) -> None:
-    await newsroom(services, settings)
+    await search_newsroom(services, settings)
     for query in ("", "   ", "!!! ---", "word " * 21, "x" * 201):
         answer = await gql.post(document("Search"), {"query": query})
         assert answer["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT", query

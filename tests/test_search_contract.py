@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,14 +20,12 @@ from sqlalchemy import delete, text, update
 from app.articles.models import Article
 from app.search.query import SearchQuery, SearchRejected, SearchResult
 from app.search.service import Search
-from app.search.sync import SEARCH_TOPIC, sync_all
+from app.search.sync import status, sync_all
 from app.services import Services
 from app.settings import Settings
-from tests.newsroom import StorySpec, add_source, add_story
+from tests.newsroom import NO_MEILI, add_source, meili_settings, search_newsroom
 
 _serial = itertools.count(1)
-NO_MEILI = ("MEILI_URL is not set: this needs a Meilisearch server, and none can be installed on this machine "
-            "(the PostgreSQL backend runs the same search contract)")  # fmt: skip
 
 
 @dataclass
@@ -42,10 +39,8 @@ class Backend:
         """The index synced as the worker does it, then the search."""
         await sync_all(self.services.engine, self.search.meili, batch=self.settings.search_sync_batch,
                        retry_cap_seconds=self.settings.search_retry_max_seconds)  # fmt: skip
-        async with self.services.engine.connect() as connection:
-            pending = await connection.scalar(text("SELECT count(*) FROM outbox WHERE topic = :topic "
-                                                   "AND delivered_at IS NULL"), {"topic": SEARCH_TOPIC})  # fmt: skip
-        assert pending == 0  # I-8: everything committed is in the index
+        # I-8: everything committed is in the index
+        assert (await status(self.services.engine, self.search.meili)).pending_events == 0
         for name in ("topics", "source_ids", "languages"):
             wanted[name] = tuple(wanted.get(name, ()))
         return await self.search.search(SearchQuery(query, **wanted), now=datetime.now(UTC), limit=limit,
@@ -65,8 +60,7 @@ async def backend(request: pytest.FixtureRequest, services: Services, settings: 
     url = os.environ.get("MEILI_URL")
     if not url:
         pytest.skip(NO_MEILI)
-    own = settings.model_copy(update={"meili_url": url, "meili_api_key": os.environ.get("MEILI_MASTER_KEY"),
-                                      "meili_index": f"newsagg_test_{uuid.uuid4().hex[:10]}"})  # fmt: skip
+    own = meili_settings(settings, url)
     search = Search(own, services.db, services.redis)
     assert search.meili is not None
     yield Backend("meilisearch", search, services, own)
@@ -91,20 +85,8 @@ async def add_article(services: Services, source: int, title: str, summary: str 
         return article.id
 
 
-async def newsroom(backend: Backend) -> list[int]:
-    services, settings = backend.services, backend.settings
-    outlets = [await add_source(services, settings, f"outlet{i}") for i in range(4)]
-    await add_story(services, StorySpec("Flood waters rise in Valencia", outlets, topics=["world"],
-                                        age=timedelta(hours=2)))  # fmt: skip
-    await add_story(services, StorySpec("Central bank holds interest rates", outlets[:2], topics=["business"],
-                                        age=timedelta(days=10)))  # fmt: skip
-    await add_story(services, StorySpec("Rates of flood insurance climb", outlets[:1], topics=["business"],
-                                        languages=["fr"], age=timedelta(hours=1)))  # fmt: skip
-    return outlets
-
-
 async def test_words_phrases_exclusions_and_or(backend: Backend) -> None:
-    await newsroom(backend)
+    await search_newsroom(backend.services, backend.settings)
     flood = await backend.titles("flood")
     assert len(flood) == 5  # four articles of the Valencia story and the insurance one
     assert sorted(await backend.titles('"flood waters"')) == sorted(t for t in flood if t.startswith("Flood waters"))
@@ -125,7 +107,7 @@ async def test_highlights_are_escaped_html_with_marks(backend: Backend) -> None:
 
 
 async def test_filters_sort_and_one_hit_per_story(backend: Backend) -> None:
-    outlets = await newsroom(backend)
+    outlets = await search_newsroom(backend.services, backend.settings)
     assert await backend.titles("rates", topics=["world"]) == []
     assert await backend.titles("rates", languages=["fr"]) == ["Rates of flood insurance climb"]
     assert await backend.titles("rates", since=datetime.now(UTC) - timedelta(days=7)) == [

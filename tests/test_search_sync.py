@@ -10,7 +10,6 @@ import logging
 import os
 import socket
 import urllib.parse
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,8 +23,7 @@ from app.search.sync import SEARCH_TOPIC, status, sync, sync_all
 from app.services import Services
 from app.settings import Settings
 from tests.conftest import GraphQLClient, newsagg
-from tests.newsroom import StorySpec, add_source, add_story
-from tests.test_search_contract import NO_MEILI
+from tests.newsroom import NO_MEILI, StorySpec, add_source, add_story, meili_settings
 
 
 def closed_port_url() -> str:
@@ -149,9 +147,7 @@ async def test_a_meilisearch_that_comes_back_catches_up(services: Services, sett
     target = urllib.parse.urlsplit(upstream)
     relay_url = closed_port_url()
     port = int(relay_url.rsplit(":", 1)[1])
-    own = settings.model_copy(update={"meili_url": relay_url, "meili_api_key": os.environ.get("MEILI_MASTER_KEY"),
-                                      "meili_index": f"newsagg_test_{uuid.uuid4().hex[:10]}",
-                                      "search_down_seconds": 0})  # fmt: skip
+    own = meili_settings(settings, relay_url, search_down_seconds=0)
     search = Search(own, services.db, services.redis)
     assert search.meili is not None
     outlet = await add_source(services, settings, "wire")
