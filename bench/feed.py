@@ -25,7 +25,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,11 +39,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from app.articles.models import Article
 from app.db import migrate
+from app.runtime.processes import free_port
 from app.sources.models import Source
 from app.stories.models import StoryCluster
 from app.topics.keywords import Topic
 from app.users.models import ReadEvent, SourceFollow, SourceMute, TopicFollow, User, UserInterest, UserSession
 from app.users.service import SESSION_PREFIX, digest
+from bench.figures import quantile
 from bench.ingest import scratch_database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,18 +206,6 @@ async def paced(port: int, requests: list[bytes], rate: float, seconds: float) -
     for c in clients:
         c.close()
     return latencies
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 async def serve(database_url: str, port: int) -> subprocess.Popen[bytes]:

@@ -20,6 +20,7 @@ import json
 import os
 import socket
 import statistics
+import sys
 import tarfile
 import tempfile
 import time
@@ -59,13 +60,15 @@ def load_snapshots(archive: Path, limit: int | None) -> list[tuple[str, str, byt
 
 
 @contextlib.asynccontextmanager
-async def scratch_database() -> AsyncIterator[str]:
+async def scratch_database(keep: bool = False) -> AsyncIterator[str]:
+    """A new database, dropped afterwards. With `keep` it stays for inspection (its name goes to stderr), so it is made
+    on the server of NEWSAGG_BENCH_DATABASE_URL or 127.0.0.1:5432, never on an embedded one, which ends with the run."""
     admin = os.environ.get("NEWSAGG_BENCH_DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/postgres"
     with contextlib.ExitStack() as stack:
         try:
             socket.create_connection(("127.0.0.1", 5432), timeout=1).close()
         except OSError:
-            if "NEWSAGG_BENCH_DATABASE_URL" not in os.environ:
+            if "NEWSAGG_BENCH_DATABASE_URL" not in os.environ and not keep:
                 embedded = EmbeddedPostgres(Path(stack.enter_context(tempfile.TemporaryDirectory())) / "pg")
                 embedded.start()
                 stack.callback(embedded.stop)
@@ -75,11 +78,15 @@ async def scratch_database() -> AsyncIterator[str]:
         engine = create_async_engine(admin, isolation_level="AUTOCOMMIT")
         async with engine.connect() as connection:
             await connection.execute(text(f'CREATE DATABASE "{name}"'))
+        if keep:
+            print(f'keep: the database {name} stays; drop it with DROP DATABASE "{name}" WITH (FORCE)',
+                  file=sys.stderr, flush=True)  # fmt: skip
         try:
             yield admin.rsplit("/", 1)[0] + f"/{name}"
         finally:
-            async with engine.connect() as connection:
-                await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            if not keep:
+                async with engine.connect() as connection:
+                    await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
             await engine.dispose()
 
 

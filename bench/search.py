@@ -46,7 +46,7 @@ import time
 import unicodedata
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -67,9 +67,9 @@ from app.search.meili import MeiliSearch
 from app.search.query import SearchQuery, SearchRejected, SearchResult
 from app.search.service import Search
 from app.search.sync import reindex, status, sync_all
-from app.settings import Settings, to_asyncpg_url
+from app.settings import Settings
 from app.topics.keywords import TOPICS, keyword_probabilities
-from bench.feed import quantile
+from bench.figures import quantile
 from bench.ingest import scratch_database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -851,26 +851,6 @@ async def index_lag(run: LagRun, corpus: Corpus, rng: random.Random) -> dict[str
 # --- the run ------------------------------------------------------------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def database(keep: bool) -> AsyncIterator[str]:
-    """The scratch database of bench/ingest.py, or with `keep` one that stays (on the server of
-    NEWSAGG_BENCH_DATABASE_URL, else 127.0.0.1:5432) for inspection."""
-    if not keep:
-        async with scratch_database() as url:
-            yield url
-        return
-    admin = to_asyncpg_url(
-        os.environ.get("NEWSAGG_BENCH_DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/postgres"
-    )
-    name = f"newsagg_bench_search_{uuid.uuid4().hex[:8]}"
-    engine = create_async_engine(admin, isolation_level="AUTOCOMMIT")
-    async with engine.connect() as connection:
-        await connection.execute(text(f'CREATE DATABASE "{name}"'))
-    await engine.dispose()
-    say(f'--keep: the database {name} stays; drop it with DROP DATABASE "{name}" WITH (FORCE)')
-    yield admin.rsplit("/", 1)[0] + f"/{name}"
-
-
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     items = read_items(args.data / ITEMS)
@@ -881,7 +861,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     redis = Redis.from_url(REDIS_URL)
     await redis.flushdb()
     try:
-        async with database(args.keep) as url:
+        async with scratch_database(keep=args.keep) as url:
             engine = create_async_engine(url)
             await migrate.upgrade(engine)
             await engine.dispose()
