@@ -213,16 +213,13 @@ def _opml(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _users(settings: Settings, args: argparse.Namespace) -> int:
-    from sqlalchemy import func, update
-
-    from app.users.models import User
+    from app.db.engine import session_factory
+    from app.users.service import set_admin
 
     async def run(engine: AsyncEngine) -> int:
-        async with engine.begin() as connection:
-            result = await connection.execute(
-                update(User).where(func.lower(User.email) == args.email.strip().lower())
-                .values(is_admin=args.users_command == "grant-admin"))  # fmt: skip
-        if not result.rowcount:
+        async with session_factory(engine).begin() as session:
+            found = await set_admin(session, args.email, args.users_command == "grant-admin")
+        if not found:
             print(f"no account with the email {args.email}", file=sys.stderr)
             return 1
         print(f"{args.email}: administrator" if args.users_command == "grant-admin" else f"{args.email}: user")

@@ -44,7 +44,8 @@ class Article(Base):
     search_vector: Mapped[str] = mapped_column(
         TSVECTOR,
         Computed(
-            "newsagg_search_vector(language, title, summary)",  # migration 0010: languages, unaccent, CJK
+            # migrations 0010 (languages, unaccent, CJK) and 0011 (topic, language and source lexemes for filters)
+            "newsagg_search_vector(language, title, summary, topics, source_id)",
             persisted=True,
         ),
     )
