@@ -4,8 +4,9 @@ The database keeps each article's search vector (migration 0010): title weight A
 language (stemmed, accents folded) and unstemmed, CJK text as character bigrams. A query is parsed by
 `websearch_to_tsquery` (quotes, `-`, `or`) unstemmed and in each language it names (English when it names none), the
 forms joined by OR, so "elections" finds "election" in an English article and any article's exact words match
-whatever its language. Hits are highlighted by `ts_headline`, and optionally one per story (its best article, with
-how many of the story's articles matched).
+whatever its language. Topic, source and language filters are lexemes of the same vector (migration 0011), so the
+index applies them with the words. Hits are highlighted by `ts_headline`, and optionally one per story (its best
+article, with how many of the story's articles matched).
 
 Ranking: of the matches, the newest `candidates` (1,000 by default) are ranked by `ts_rank_cd` blended with
 freshness, and pages walk them. That bounds the work for a word in every tenth headline (PostgreSQL would otherwise
