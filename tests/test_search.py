@@ -115,6 +115,7 @@ async def test_a_spelling_titles_use_rarely_gives_way_to_a_common_one(services: 
         assert await terms.corrected(session, "conrwall storm") == "cornwall storm"
         assert await terms.corrected(session, "cornwal") == "cornwall"
         assert await terms.corrected(session, "cornwall storm") is None  # nothing to correct
+        assert await terms.corrected(session, "damgae") == "damage"  # two letters swapped (similarity 0.27)
         assert await terms.corrected(session, "qzxv") is None  # nothing close
 
 

@@ -14,6 +14,8 @@ from sqlalchemy import text
 
 from app.db.engine import Executor
 
+SIMILARITY_THRESHOLD = 0.25  # pg_trgm similarity a word needs to be a candidate ("polcie" is 0.27 from "police";
+# pg_trgm's default 0.3 misses a swap of two letters in a short word)
 CANDIDATES = 5  # closest words considered for each query word
 SIMILARITY_SLACK = 0.1  # of those within this much of the closest, the most common wins
 MORE_COMMON = 10  # and replaces the word if titles use it this many times more often (a word no title uses: always)
@@ -27,6 +29,8 @@ _LEARN = text("""
     ORDER BY word
     ON CONFLICT (term) DO UPDATE SET articles = search_terms.articles + excluded.articles
 """)
+
+_THRESHOLD = text("SELECT set_config('pg_trgm.similarity_threshold', :threshold, true)")
 
 _CLOSEST = text("""
     SELECT w.word, w.n, coalesce((SELECT s.articles FROM search_terms s WHERE s.term = w.word), 0) AS used,
@@ -55,6 +59,7 @@ async def corrected(db: Executor, query: str) -> str | None:
     no word needed it."""
     words: dict[int, tuple[str, int]] = {}
     candidates: dict[int, list[tuple[str, int, float]]] = {}
+    await db.execute(_THRESHOLD, {"threshold": str(SIMILARITY_THRESHOLD)})  # for this transaction (the % operator)
     for row in await db.execute(_CLOSEST, {"query": query, "candidates": CANDIDATES}):
         words[row.n] = (row.word, row.used)
         if row.term is not None:
