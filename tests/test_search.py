@@ -126,3 +126,24 @@ async def test_postgresql_ranks_the_newest_matches(services: Services, settings:
            for n in range(8)]  # fmt: skip
     found = await search.search(SearchQuery("budget"), now=datetime.now(UTC), limit=20, offset=0)
     assert sorted(hit.article_id for hit in found.hits) == sorted(ids[:5])
+
+
+async def test_postgresql_takes_the_newest_matches_across_time_windows(services: Services, settings: Settings) -> None:
+    """Matches a day, a week, a month and more old: the newest `candidates` are ranked whichever windows they sit
+    in, and with `until` the newest before it (the windows count back from `until`)."""
+    search = Search(settings.model_copy(update={"search_candidates": 3}), services.db, services.redis)
+    outlet = await add_source(services, settings, "wire")
+    ages = [timedelta(hours=2), timedelta(hours=30), timedelta(days=3), timedelta(days=10), timedelta(days=12),
+            timedelta(days=40), timedelta(days=50)]  # fmt: skip
+    ids = {age: (await add_story(services, StorySpec(f"Harbour strike, day {age.days}", [outlet], age=age)))[1][0]
+           for age in ages}  # fmt: skip
+    now = datetime.now(UTC)
+
+    async def found(**wanted: Any) -> set[int]:
+        result = await search.search(SearchQuery("harbour strike", **wanted), now=now, limit=20, offset=0)
+        return {hit.article_id for hit in result.hits}
+
+    assert await found() == {ids[age] for age in ages[:3]}
+    assert await found(until=now - timedelta(days=5)) == {ids[age] for age in ages[3:6]}
+    assert await found(until=now - timedelta(days=11)) == {ids[age] for age in ages[4:]}
+    assert await found(since=now - timedelta(days=11), until=now - timedelta(days=1)) == {ids[age] for age in ages[1:4]}
