@@ -230,7 +230,7 @@ def _users(settings: Settings, args: argparse.Namespace) -> int:
 
 def _date(value: str) -> datetime:
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 date: {value!r}") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
@@ -246,16 +246,15 @@ def _progress_bar(done: int, total: int, width: int = 40) -> None:
 
 
 def _reindex(settings: Settings, since: datetime | None) -> int:
-    if not settings.meili_url:
-        print("MEILI_URL is not set: search runs on PostgreSQL, whose search vector the database keeps itself; "
-              "there is no index to rebuild", file=sys.stderr)  # fmt: skip
-        return 0
     from app.search.query import SearchUnavailable
     from app.search.service import meili_index
     from app.search.sync import reindex
 
     index = meili_index(settings)
-    assert index is not None
+    if index is None:
+        print("MEILI_URL is not set: search runs on PostgreSQL, whose search vector the database keeps itself; "
+              "there is no index to rebuild", file=sys.stderr)  # fmt: skip
+        return 0
 
     async def run(engine: AsyncEngine) -> int:
         try:

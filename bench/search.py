@@ -63,10 +63,9 @@ from app.articles.models import Article
 from app.db import migrate
 from app.db.engine import create_engine, session_factory
 from app.ingest.text import html_to_text
-from app.search.meili import MeiliSearch
 from app.search.query import SearchQuery, SearchRejected, SearchResult
 from app.search.service import Search
-from app.search.sync import reindex, status, sync_all
+from app.search.sync import reindex, status, sync_pending
 from app.settings import Settings
 from app.topics.keywords import TOPICS, keyword_probabilities
 from bench.figures import quantile
@@ -243,7 +242,6 @@ class Cluster:
 class Corpus:
     """What the load writes: sources, story clusters, and one plan row per article in publication order."""
 
-    now: datetime
     sources: list[tuple[str, str]]  # (name, language)
     clusters: list[Cluster]
     plan: list[tuple[float, int, int, int, tuple[str, ...]]]  # (published, source, cluster or -1, item or -1, topics)
@@ -328,7 +326,7 @@ def plan_corpus(items: list[Item], articles: int, rng: random.Random) -> Corpus:
         language = rng.choices(languages, shares)[0]
         plan.append((now.timestamp() - _age_seconds(rng), source_of(language), -1, -1, _topics(rng)))
     plan.sort()
-    return Corpus(now, sources, clusters, plan, items, title_chain, summary_chain)
+    return Corpus(sources, clusters, plan, items, title_chain, summary_chain)
 
 
 def _variant(rng: random.Random, words: list[str], chain: Chain | None) -> list[str]:
@@ -532,8 +530,7 @@ async def deliver_loader_events(engine: AsyncEngine, settings: Settings) -> dict
     started = time.perf_counter()
     events = 0
     while (await status(engine, None)).pending_events:
-        synced = await sync_all(engine, None, batch=settings.search_sync_batch,
-                                retry_cap_seconds=settings.search_retry_max_seconds)  # fmt: skip
+        synced = await sync_pending(engine, None, settings)
         if not synced:
             raise RuntimeError("the index sync delivered nothing of the load's events")
         events += synced
@@ -749,7 +746,6 @@ class LagRun:
     engine: AsyncEngine
     settings: Settings
     search: Search
-    index: MeiliSearch | None
     source_ids: list[int]
     seconds: float
     probes: int
@@ -787,8 +783,7 @@ async def index_lag(run: LagRun, corpus: Corpus, rng: random.Random) -> dict[str
 
     async def syncer() -> None:
         while True:
-            await sync_all(run.engine, run.index, batch=run.settings.search_sync_batch,
-                           retry_cap_seconds=run.settings.search_retry_max_seconds)  # fmt: skip
+            await sync_pending(run.engine, run.search.meili, run.settings)
             if stop.is_set():
                 return
             with contextlib.suppress(TimeoutError):
@@ -796,7 +791,7 @@ async def index_lag(run: LagRun, corpus: Corpus, rng: random.Random) -> dict[str
 
     async def sampler() -> None:
         while not stop.is_set():
-            now = await status(run.engine, run.index)
+            now = await status(run.engine, run.search.meili)
             lags.append(now.lag_seconds)
             pending.append(now.pending_events)
             await asyncio.sleep(1)
@@ -830,7 +825,7 @@ async def index_lag(run: LagRun, corpus: Corpus, rng: random.Random) -> dict[str
         stop.set()
         await asyncio.gather(*background)
     elapsed = time.perf_counter() - start
-    left = await status(run.engine, run.index)
+    left = await status(run.engine, run.search.meili)
     return {
         "ingest_seconds": round(elapsed, 1),
         "ingest_articles": written,
@@ -887,7 +882,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 searched = search_figures(*await search_rounds(search, sessions, plan, loaded["max_id"], rng))
                 say(f"search p50 {searched['search_p50_ms']} ms, p95 {searched['search_p95_ms']} ms; index lag under "
                     f"ingest for {args.seconds} s")  # fmt: skip
-                lag = await index_lag(LagRun(engine, settings, search, None, source_ids, args.seconds, args.probes,
+                lag = await index_lag(LagRun(engine, settings, search, source_ids, args.seconds, args.probes,
                                              "lag-postgres"), corpus, rng)  # fmt: skip
                 meili = await meili_lag(args, url, engine, sessions, redis, source_ids, corpus, rng)
             finally:
@@ -925,7 +920,7 @@ async def meili_lag(args: argparse.Namespace, url: str, engine: AsyncEngine, ses
         started = time.perf_counter()
         await reindex(engine, search.meili, since=None, batch=settings.search_sync_batch)
         reindexed = round(time.perf_counter() - started, 1)
-        lag = await index_lag(LagRun(engine, settings, search, search.meili, source_ids, args.seconds, args.probes,
+        lag = await index_lag(LagRun(engine, settings, search, source_ids, args.seconds, args.probes,
                                      "lag-meili"), corpus, rng)  # fmt: skip
     finally:
         await search.meili.drop()

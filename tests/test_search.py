@@ -15,6 +15,7 @@ from app.search.service import Search
 from app.search.sync import sync_all
 from app.services import Services
 from app.settings import Settings
+from app.topics.keywords import TOPICS
 from tests.conftest import GraphQLClient, document
 from tests.newsroom import StorySpec, add_source, add_story, search_newsroom
 
@@ -147,3 +148,15 @@ async def test_postgresql_takes_the_newest_matches_across_time_windows(services:
     assert await found(until=now - timedelta(days=5)) == {ids[age] for age in ages[3:6]}
     assert await found(until=now - timedelta(days=11)) == {ids[age] for age in ages[4:]}
     assert await found(since=now - timedelta(days=11), until=now - timedelta(days=1)) == {ids[age] for age in ages[1:4]}
+
+
+async def test_every_topic_filters_on_postgresql(services: Services, settings: Settings) -> None:
+    """The search vector spells out the topics it knows (migration 0011, immutable SQL): a topic added to the
+    classifier without a migration would filter out everything."""
+    outlet = await add_source(services, settings, "wire")
+    for topic in TOPICS:
+        await add_story(services, StorySpec(f"Quarterly ledger review {topic}", [outlet], topics=[topic]))
+    for topic in TOPICS:
+        found = await services.search.search(SearchQuery("ledger", topics=(topic,)), now=datetime.now(UTC), limit=20,
+                                             offset=0)  # fmt: skip
+        assert len(found.hits) == 1, topic

@@ -20,7 +20,7 @@ from sqlalchemy import delete, text, update
 from app.articles.models import Article
 from app.search.query import SearchQuery, SearchRejected, SearchResult
 from app.search.service import Search
-from app.search.sync import status, sync_all
+from app.search.sync import status, sync_pending
 from app.services import Services
 from app.settings import Settings
 from tests.newsroom import NO_MEILI, add_source, meili_settings, search_newsroom
@@ -37,8 +37,7 @@ class Backend:
 
     async def find(self, query: str, *, limit: int = 50, offset: int = 0, **wanted: Any) -> SearchResult:
         """The index synced as the worker does it, then the search."""
-        await sync_all(self.services.engine, self.search.meili, batch=self.settings.search_sync_batch,
-                       retry_cap_seconds=self.settings.search_retry_max_seconds)  # fmt: skip
+        await sync_pending(self.services.engine, self.search.meili, self.settings)
         # I-8: everything committed is in the index
         assert (await status(self.services.engine, self.search.meili)).pending_events == 0
         for name in ("topics", "source_ids", "languages"):

@@ -183,7 +183,9 @@ class Query:
         user = await auth.viewer(info)
         return Viewer.from_model(user) if user else None
 
-    @strawberry.field(description="Database and Redis reachability of the process answering.")
+    @strawberry.field(
+        description="Database, Redis and search reachability of the process answering, and the search index's lag."
+    )
     async def health(self, info: Info) -> Health:
         services = info.context.services
         report = await check_health(services.engine, services.redis, services.search)

@@ -1,5 +1,5 @@
-"""`search`: keyword search over articles (PostgreSQL full text), with highlights, filters, and one hit per story
-when asked."""
+"""`search`: keyword search over articles (app/search: PostgreSQL full text, or Meilisearch), with highlights,
+filters, and one hit per story when asked."""
 
 from __future__ import annotations
 

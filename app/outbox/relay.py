@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.outbox import repository as outbox
+from app.outbox.rounds import drain
 from app.realtime.broadcast import publish
 
 log = logging.getLogger(__name__)
@@ -42,21 +43,6 @@ async def relay(db: AsyncEngine, redis: Redis, topics: Sequence[str], *, limit: 
         if delivered:
             await outbox.mark_delivered(connection, delivered)
     return len(delivered)
-
-
-ROUNDS = 50  # batches one drain runs at most (then the next run goes on)
-
-
-async def drain(deliver: Callable[[], Awaitable[int]], *, batch: int, rounds: int = ROUNDS) -> int:
-    """Runs `deliver` (one batch, returning how many it delivered) until a batch comes back short: nothing more is
-    pending, or the target is down and the next run tries again. At most `rounds` batches; returns the total."""
-    delivered = 0
-    for _ in range(rounds):
-        done = await deliver()
-        delivered += done
-        if done < batch:
-            break
-    return delivered
 
 
 async def relay_all(db: AsyncEngine, redis: Redis, topics: Sequence[str]) -> int:

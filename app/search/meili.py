@@ -78,7 +78,7 @@ class MeiliSearch:
                        highlighted(hit.get("_formatted", hit).get("title", "")),
                        highlighted(hit.get("_formatted", hit).get("summary", "")),
                        matches.get(hit.get("story"), 1)) for hit in hits],
-            approximate=False, backend=self.name,
+            backend=self.name,
         )  # fmt: skip
 
     async def _matches_in_stories(self, query: SearchQuery, words: str, filters: list[Any],
@@ -122,7 +122,7 @@ class MeiliSearch:
             raise SearchUnavailable(f"Meilisearch task {done.uid} {done.status}: {done.error}")
 
     async def drop(self) -> None:
-        """Deletes the whole index (tests, and `newsagg reindex --drop`)."""
+        """Deletes the whole index (the tests' and the bench's own indexes)."""
         await self._wait(await _call(self._writing.delete_index, self.index_name))
         self._configured = False
 

@@ -136,12 +136,12 @@ class PostgresSearch:
                 if hits or offset or not correctable:
                     if not hits and not offset and not await _has_words(db, words):
                         raise SearchRejected("the query has no searchable word")
-                    return SearchResult(hits, approximate=False, backend=self.name)
+                    return SearchResult(hits, backend=self.name)
             better = await terms.corrected(db, words) if correctable else None
             if better is None:
-                return SearchResult([], approximate=False, backend=self.name)
+                return SearchResult([], backend=self.name)
             hits = await self._ranked(db, query, better, now=now, limit=limit, offset=offset)
-            return SearchResult(hits, approximate=True, backend=self.name, corrected=better)
+            return SearchResult(hits, backend=self.name, corrected=better)
 
     async def _ranked(self, db: AsyncSession, query: SearchQuery, words: str, *, now: datetime, limit: int,
                       offset: int) -> list[SearchHit]:  # fmt: skip

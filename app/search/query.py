@@ -55,9 +55,13 @@ class SearchHit:
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     hits: list[SearchHit]
-    approximate: bool  # found by corrected words, not the words typed (a short query with a typo)
     backend: str  # "postgres" or "meilisearch": the one that answered
     corrected: str | None = None  # the query as searched, when it was corrected
+
+    @property
+    def approximate(self) -> bool:
+        """Found by corrected words, not the words typed (a short query with a typo)."""
+        return self.corrected is not None
 
 
 class SearchBackend(Protocol):

@@ -8,6 +8,7 @@ process goes straight to PostgreSQL instead of waiting on a backend that just fa
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.search.postgres import PostgresSearch
 from app.search.query import SearchQuery, SearchResult, SearchUnavailable
-from app.search.sync import status
+from app.search.sync import SyncStatus, status
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -95,10 +96,18 @@ class Search:
             return None
 
     async def health(self, engine: AsyncEngine) -> SearchHealth:
-        reachable = await self.meili.healthy() if self.meili else True
+        """Meilisearch's health check, the sync's backlog and the fallback count, asked at once: a slow Meilisearch
+        does not hide the backlog, which matters most then."""
+        reachable, synced, fallbacks = await asyncio.gather(self._reachable(), self._backlog(engine),
+                                                            self.fallbacks_counted())  # fmt: skip
+        return SearchHealth(self.backend, reachable, synced.pending_events if synced else None,
+                            synced.lag_seconds if synced else None, fallbacks)  # fmt: skip
+
+    async def _reachable(self) -> bool:
+        return await self.meili.healthy() if self.meili else True  # PostgreSQL: it is the database
+
+    async def _backlog(self, engine: AsyncEngine) -> SyncStatus | None:
         try:
-            synced = await status(engine, self.meili)
+            return await status(engine, self.meili)
         except (SQLAlchemyError, OSError):
-            return SearchHealth(self.backend, reachable, None, None, await self.fallbacks_counted())
-        return SearchHealth(self.backend, reachable, synced.pending_events, synced.lag_seconds,
-                            await self.fallbacks_counted())  # fmt: skip
+            return None

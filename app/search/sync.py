@@ -29,17 +29,20 @@ if TYPE_CHECKING:
     from app.search.meili import MeiliSearch
 
 from app.outbox import repository as outbox
-from app.outbox.relay import drain
+from app.outbox.rounds import drain
 from app.search import documents as projection
 from app.search import terms
+from app.search.postgres import PostgresSearch
 from app.search.query import SearchUnavailable
+from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
 SEARCH_TOPIC = "search"  # written by the articles trigger (migration 0010)
 EVENTS_PER_RUN = 200  # outbox events one sync round takes
-_LOCK = text("SELECT pg_try_advisory_xact_lock(hashtext('newsagg.search-sync'))")
-_WAIT_LOCK = text("SELECT pg_advisory_xact_lock(hashtext('newsagg.search-sync'))")
+_LOCK_KEY = "hashtext('newsagg.search-sync')"  # one process syncs (or reindexes a chunk) at a time
+_LOCK = text(f"SELECT pg_try_advisory_xact_lock({_LOCK_KEY})")
+_WAIT_LOCK = text(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +77,18 @@ async def sync(engine: AsyncEngine, index: MeiliSearch | None, *, batch: int, re
 
 
 async def sync_all(engine: AsyncEngine, index: MeiliSearch | None, *, batch: int, retry_cap_seconds: float) -> int:
-    """Rounds until nothing is pending or the index fails (app.outbox.relay.drain); returns the events delivered."""
+    """Rounds until nothing is pending or the index fails (app.outbox.rounds.drain); returns the events delivered."""
 
     async def one_round() -> int:
         return (await sync(engine, index, batch=batch, retry_cap_seconds=retry_cap_seconds)).events
 
     return await drain(one_round, batch=EVENTS_PER_RUN)
+
+
+async def sync_pending(engine: AsyncEngine, index: MeiliSearch | None, settings: Settings) -> int:
+    """`sync_all` with the settings' batch and back-off cap, as the worker runs it."""
+    return await sync_all(engine, index, batch=settings.search_sync_batch,
+                          retry_cap_seconds=settings.search_retry_max_seconds)  # fmt: skip
 
 
 async def _send(connection: AsyncConnection, index: MeiliSearch, ids: list[int], batch: int) -> None:
@@ -97,12 +106,11 @@ class SyncStatus:
     most_attempts: int
 
 
-async def status(engine: AsyncEngine, index: MeiliSearch | None, *, now: datetime | None = None) -> SyncStatus:
+async def status(engine: AsyncEngine, index: MeiliSearch | None) -> SyncStatus:
     async with engine.connect() as connection:
         row = await outbox.backlog(connection, SEARCH_TOPIC)
-    now = now or datetime.now(UTC)
-    lag = max(0.0, (now - row.oldest).total_seconds()) if row.oldest else 0.0
-    backend = index.name if index is not None else "postgres"
+    lag = max(0.0, (datetime.now(UTC) - row.oldest).total_seconds()) if row.oldest else 0.0
+    backend = index.name if index is not None else PostgresSearch.name
     return SyncStatus(backend, int(row.events), round(lag, 3), int(row.attempts or 0))
 
 

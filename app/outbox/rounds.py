@@ -1,0 +1,19 @@
+"""Draining an outbox topic: one batch after another until a batch comes back short, bounded per run."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+ROUNDS = 50  # batches one drain runs at most (then the next run goes on)
+
+
+async def drain(deliver: Callable[[], Awaitable[int]], *, batch: int, rounds: int = ROUNDS) -> int:
+    """Runs `deliver` (one batch, returning how many it delivered) until a batch comes back short: nothing more is
+    pending, or the target is down and the next run tries again. At most `rounds` batches; returns the total."""
+    delivered = 0
+    for _ in range(rounds):
+        done = await deliver()
+        delivered += done
+        if done < batch:
+            break
+    return delivered
