@@ -160,7 +160,7 @@ async def _prime(
         async with services.db() as session:
             found = await stories.stories_by_ids(session, [i.story_id for i in items])
             leads = {i.article_id or (s.representative_article_id if (s := found.get(i.story_id)) else None)
-                     for i in items} - {None}  # fmt: skip
+                     for i in items}  # fmt: skip
             lead_rows = await articles.articles_with_sources(session, [a for a in leads if a is not None])
         return json.dumps({
             "stories": [[requested, rows.dump(s, STORY_SKIP)] for requested, s in found.items()],

@@ -105,8 +105,13 @@ def freshness(candidate: Candidate, now: datetime) -> float:
     return math.exp(-DECAY_PER_HOUR[freshness_class(candidate)] * hours)
 
 
+COVERAGE_SHARE = 0.6  # of quality: how many outlets cover the story (the rest: the lead source's authority)
+FULL_COVERAGE = 5  # outlets at which coverage counts in full
+
+
 def quality(candidate: Candidate) -> float:
-    return min(candidate.source_count / 5, 1.0) * 0.6 + min(max(candidate.authority, 0.0), 1.0) * 0.4
+    coverage = min(candidate.source_count / FULL_COVERAGE, 1.0)
+    return coverage * COVERAGE_SHARE + min(max(candidate.authority, 0.0), 1.0) * (1 - COVERAGE_SHARE)
 
 
 def _topic_distribution(candidate: Candidate) -> dict[str, float]:

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import text
 
 from app.db.engine import Executor
-from app.feed.ranking import DECAY_PER_HOUR, WEIGHTS, Candidate, FreshnessClass
+from app.feed.ranking import COVERAGE_SHARE, DECAY_PER_HOUR, FULL_COVERAGE, WEIGHTS, Candidate, FreshnessClass
 
 # A cheap first cut in SQL, shaped like the ranking with its own weights (freshness at the regular decay, coverage's
 # share of quality, the reader's topics; breaking stands in for its boost), so the few hundred stories the ranker
@@ -22,7 +22,7 @@ _CANDIDATES = """
         WHERE s.merged_into_id IS NULL AND s.last_updated_at >= :since {filters}
         ORDER BY {freshness} * exp(-{decay} * greatest(CAST(extract(epoch FROM (:now - s.last_updated_at)) AS float8)
                                                         / 3600, 0))
-                 + {coverage} * least(s.source_count, 5) / 5.0
+                 + {coverage} * least(s.source_count, {full_coverage}) / {full_coverage}.0
                  + CASE WHEN s.is_breaking THEN {breaking} ELSE 0 END
                  + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN {relevance} ELSE 0 END DESC,
                  s.id DESC
@@ -33,10 +33,11 @@ _CANDIDATES = """
     LEFT JOIN articles a ON a.id = best.representative_article_id
     LEFT JOIN sources src ON src.id = a.source_id
     ORDER BY best.id DESC
-""".format(
+""".format(  # the weights written in, not bound: next to least(int, 5) a bound one is typed integer
     freshness=WEIGHTS["freshness"],
     decay=DECAY_PER_HOUR[FreshnessClass.REGULAR],
-    coverage=WEIGHTS["quality"] * 0.6,
+    coverage=WEIGHTS["quality"] * COVERAGE_SHARE,
+    full_coverage=FULL_COVERAGE,
     breaking=FIRST_CUT_BREAKING,
     relevance=WEIGHTS["relevance"],
     filters="{filters}",

@@ -44,25 +44,30 @@ async def current(
     services: Services, scope: FeedScope, now: datetime, version: int | None = None
 ) -> snapshots.Snapshot:
     """The ranking a first page shows: cached, or computed once however many ask at the same moment. `version` is
-    the reader's feed version when the caller has read it already."""
-    if version is None:
+    the reader's feed version when the caller has read it already (a public scope, such as a topic feed, is the
+    same for every reader and always version 0)."""
+    if version is None or scope.user_id is None:
         version = await versions.read(services.redis, scope.user_id)
-    lifetime = timedelta(minutes=services.settings.feed_snapshot_minutes)
 
     async def compute() -> str:
         ranked = await build(services, scope, now)
-        await snapshots.store(services.redis, ranked, lifetime)
+        await snapshots.store(services.redis, ranked,
+                              timedelta(minutes=services.settings.feed_snapshot_minutes))  # fmt: skip
         return ranked.id
 
     if version < 0:  # Redis is down: rank afresh, uncached
-        return await snapshots.load(services.redis, await compute(), lifetime)
+        return await snapshot(services, await compute())
     key = f"feed:{version}:{scope.key}"
-    ttl = services.settings.feed_cache_seconds
+
+    async def ranked() -> snapshots.Snapshot:
+        return await snapshot(services, await services.cache.get_or_compute(key, services.settings.feed_cache_seconds,
+                                                                            compute))  # fmt: skip
+
     try:
-        return await snapshots.load(services.redis, await services.cache.get_or_compute(key, ttl, compute), lifetime)
+        return await ranked()
     except snapshots.SnapshotMissing:  # evicted from Redis before its pointer expired: rank again
         await services.cache.delete(key)
-        return await snapshots.load(services.redis, await services.cache.get_or_compute(key, ttl, compute), lifetime)
+        return await ranked()
 
 
 async def snapshot(services: Services, snapshot_id: str) -> snapshots.Snapshot:

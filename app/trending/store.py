@@ -129,7 +129,7 @@ async def _read(redis: Redis, window: timedelta, now: datetime, limit: int, *, b
             pipe.zrange(scratch + ":score", 0, limit - 1, desc=True, withscores=True)
             if not breakdown:  # the score is all that is wanted: drop the scratch key in the same round trip
                 pipe.delete(*unions)
-            top: list[tuple[bytes, float]] = (await pipe.execute())[-1 if breakdown else -2]
+            top: list[tuple[bytes, float]] = (await pipe.execute())[2 * len(unions)]  # the zrange's reply
         ids = [member.decode() for member, _ in top]
         parts: list[list[float | None]] = []
         if breakdown:

@@ -60,6 +60,11 @@ async def sign_up(session: AsyncSession, email: str, password: str, lifetime: ti
     return user, await start_session(session, user, lifetime)
 
 
+def _live_session(token_hash: str) -> tuple[ColumnElement[bool], ...]:
+    """The session of this token, if it is neither revoked nor expired."""
+    return UserSession.token_hash == token_hash, UserSession.revoked_at.is_(None), UserSession.expires_at > func.now()
+
+
 def _email_is(email: str) -> ColumnElement[bool]:
     """Matches the account whatever the case or surrounding spaces of `email` (not validated: a lookup only)."""
     return func.lower(User.email) == email.strip().lower()
@@ -84,9 +89,7 @@ async def start_session(session: AsyncSession, user: User, lifetime: timedelta) 
 async def log_out(session: AsyncSession, token: str, *, everywhere: bool = False) -> int:
     """Revokes this session (or every session of its user); returns how many were revoked. Only a live session may:
     a leaked token that is already revoked or expired ends nothing."""
-    current = await session.scalar(select(UserSession).where(
-        UserSession.token_hash == digest(token), UserSession.revoked_at.is_(None),
-        UserSession.expires_at > func.now()))  # fmt: skip
+    current = await session.scalar(select(UserSession).where(*_live_session(digest(token))))
     if current is None:
         return 0
     condition = UserSession.user_id == current.user_id if everywhere else UserSession.id == current.id
@@ -120,9 +123,8 @@ async def authenticate(session: AsyncSession, bearer: str) -> User | None:
     hashed = digest(bearer)
     if bearer.startswith(SESSION_PREFIX):
         return await session.scalar(
-            select(User).join(UserSession, UserSession.user_id == User.id)
-            .where(UserSession.token_hash == hashed, UserSession.revoked_at.is_(None),
-                   UserSession.expires_at > func.now()))  # fmt: skip
+            select(User).join(UserSession, UserSession.user_id == User.id).where(*_live_session(hashed))
+        )
     if bearer.startswith(API_KEY_PREFIX):
         user = await session.scalar(select(User).join(ApiKey, ApiKey.user_id == User.id)
                                     .where(ApiKey.key_hash == hashed, ApiKey.revoked_at.is_(None)))  # fmt: skip
