@@ -111,20 +111,14 @@ async def test_checked_credentials_are_reused_briefly_and_forgotten_on_sign_out(
     caching = dataclasses.replace(services, settings=settings.model_copy(update={"auth_cache_seconds": 300}))
     app = create_app(caching.settings, caching)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as http:
-
-        async def ask(query: str, token: str) -> dict[str, Any]:
-            response = await http.post("/graphql", json={"query": query},
-                                       headers={"Authorization": f"Bearer {token}"})  # fmt: skip
-            body: dict[str, Any] = response.json()
-            return body
-
         token = await sign_up(GraphQLClient(http), "c@example.com")
-        assert (await ask("{ viewer { email } }", token))["data"]["viewer"] == {"email": "c@example.com"}
+        ask = GraphQLClient(http, token).post
+        assert (await ask("{ viewer { email } }"))["data"]["viewer"] == {"email": "c@example.com"}
         async with services.db.begin() as session:  # revoked behind this process's back
             await session.execute(update(UserSession).values(revoked_at=func.now()))
-        assert (await ask("{ viewer { email } }", token))["data"]["viewer"] is not None  # still within its seconds
-        await ask("mutation { logOut { revoked } }", token)
-        assert (await ask("{ viewer { email } }", token))["data"]["viewer"] is None  # forgotten at once
+        assert (await ask("{ viewer { email } }"))["data"]["viewer"] is not None  # still within its seconds
+        await ask("mutation { logOut { revoked } }")
+        assert (await ask("{ viewer { email } }"))["data"]["viewer"] is None  # forgotten at once
 
 
 async def test_signing_out_ends_what_an_open_websocket_may_do(api_url: str, gql: GraphQLClient) -> None:

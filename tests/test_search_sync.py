@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
 import urllib.parse
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from sqlalchemy import delete, text, update
 
 from app.articles.models import Article
+from app.runtime.processes import free_port
 from app.search.query import SearchQuery
 from app.search.service import FALLBACKS_KEY, Search
 from app.search.sync import SEARCH_TOPIC, status, sync, sync_all
@@ -28,13 +28,17 @@ from tests.newsroom import NO_MEILI, StorySpec, add_source, add_story, meili_set
 
 def closed_port_url() -> str:
     """A loopback URL nothing listens on: connections are refused at once, as from a Meilisearch that is down."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 def meili_down(settings: Settings) -> Settings:
     return settings.model_copy(update={"meili_url": closed_port_url(), "search_down_seconds": 60})
+
+
+async def retry_due(services: Services) -> None:
+    """Every held-back event is due now (instead of waiting out its back-off)."""
+    async with services.engine.begin() as connection:
+        await connection.execute(text("UPDATE outbox SET retry_at = now() - interval '1 second'"))
 
 
 async def events(services: Services) -> list[Any]:
@@ -95,8 +99,7 @@ async def test_an_index_that_is_down_keeps_events_with_back_off(services: Servic
     assert all(timedelta(0) < event.retry_at - datetime.now(UTC) <= timedelta(seconds=1) for event in written)
     again = await sync(services.engine, down.meili, batch=100, retry_cap_seconds=30)
     assert (again.events, again.failed) == (0, False)  # held back: not retried before its time
-    async with services.engine.begin() as connection:
-        await connection.execute(text("UPDATE outbox SET retry_at = now() - interval '1 second'"))
+    await retry_due(services)
     assert (await sync(services.engine, down.meili, batch=100, retry_cap_seconds=30)).failed
     written = await events(services)
     assert {event.attempts for event in written} == {2}
@@ -145,9 +148,8 @@ async def test_a_meilisearch_that_comes_back_catches_up(services: Services, sett
     if not upstream:
         pytest.skip(NO_MEILI)
     target = urllib.parse.urlsplit(upstream)
-    relay_url = closed_port_url()
-    port = int(relay_url.rsplit(":", 1)[1])
-    own = meili_settings(settings, relay_url, search_down_seconds=0)
+    port = free_port()
+    own = meili_settings(settings, f"http://127.0.0.1:{port}", search_down_seconds=0)
     search = Search(own, services.db, services.redis)
     assert search.meili is not None
     outlet = await add_source(services, settings, "wire")
@@ -167,7 +169,7 @@ async def test_a_meilisearch_that_comes_back_catches_up(services: Services, sett
 
     server = await asyncio.start_server(relay, "127.0.0.1", port)
     try:
-        await asyncio.sleep(1.1)  # the first failure's wait
+        await retry_due(services)  # the first failure's wait, over
         assert await sync_all(services.engine, search.meili, batch=100, retry_cap_seconds=1) >= 1
         assert (await status(services.engine, search.meili)).pending_events == 0
         found = await search.search(SearchQuery("pilots"), now=datetime.now(UTC), limit=5, offset=0)
