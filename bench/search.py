@@ -687,7 +687,7 @@ async def search_rounds(search: Search, sessions: Any, plan: list[Spec], max_id:
                                result.approximate))  # fmt: skip
             if len(result.hits) <= PAGE:
                 break  # no next page to ask for
-            query = replace(query, approximate=result.approximate)  # what the API's cursor carries
+            query = replace(query, corrected=result.corrected)  # what the API's cursor carries
         started = time.perf_counter()
         async with sessions() as session:
             await session.get(Article, rng.randint(1, max_id))

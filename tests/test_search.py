@@ -8,6 +8,8 @@ from typing import Any
 
 from sqlalchemy import update
 
+from app.api.relay import decode_cursor, encode_cursor
+from app.api.search import CURSOR
 from app.articles.models import Article
 from app.search import terms
 from app.search.query import SearchQuery
@@ -63,6 +65,11 @@ async def test_filters_grouping_sorting_and_pages(gql: GraphQLClient, services: 
     assert len(seen) == len(set(seen)) == 5
     other = await gql.post(document("Search"), {"query": "rates", "after": after})
     assert other["errors"][0]["extensions"]["code"] == "BAD_CURSOR"  # a cursor of another search
+    fingerprint, _, _ = decode_cursor(CURSOR, after, 3)
+    for corrected, code in ((42, "BAD_CURSOR"), ("x" * 201, "BAD_USER_INPUT"), ("---", "BAD_USER_INPUT")):
+        forged = encode_cursor(CURSOR, [fingerprint, 2, corrected])  # the words a corrected search's pages carry
+        answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
+        assert answer["errors"][0]["extensions"]["code"] == code
 
 
 async def test_bad_queries_get_typed_errors(gql: GraphQLClient, services: Services, settings: Settings) -> None:
@@ -97,9 +104,13 @@ async def test_a_typo_is_corrected_from_title_words_page_after_page(gql: GraphQL
     first = (await gql.run("Search", query="ukriane", first=3))["search"]
     assert (first["approximate"], first["correctedQuery"]) == (True, "ukraine")
     assert first["edges"][0]["node"]["titleHighlight"].startswith("<mark>Ukraine</mark> talks")
+    # between the pages the typo becomes a title word: corrected again, the query would stand as typed (and find
+    # only that story), but the cursor carries the first page's correction
+    await add_story(services, StorySpec("Ukriane, a new play, opens in Kyiv", [outlet]))
+    await sync_all(services.engine, None, batch=100, retry_cap_seconds=30)
     after = first["pageInfo"]["endCursor"]
     second = (await gql.run("Search", query="ukriane", first=3, after=after))["search"]
-    assert second["approximate"] is True  # the cursor keeps the typo-tolerant pass
+    assert (second["approximate"], second["correctedQuery"]) == (True, "ukraine")
     titles_seen = [e["node"]["article"]["title"] for e in first["edges"] + second["edges"]]
     assert len(titles_seen) == len(set(titles_seen)) == 5
     assert all(t.startswith("Ukraine") for t in titles_seen)

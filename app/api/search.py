@@ -105,20 +105,20 @@ async def search(
         by_story=group_by_story, newest_first=sort is SearchSort.DATE,
     )  # fmt: skip
     fingerprint = _fingerprint(wanted, from_, freshness)
-    offset, approximate = 0, False
-    if after is not None:
-        cursor_print, offset, approximate = decode_cursor(CURSOR, after, 3)
-        valid = isinstance(offset, int) and offset >= 0 and isinstance(approximate, bool)
+    offset, corrected = 0, None
+    if after is not None:  # a later page: its offset, and the words the first page searched when it was corrected
+        cursor_print, offset, corrected = decode_cursor(CURSOR, after, 3)
+        valid = isinstance(offset, int) and offset >= 0 and (corrected is None or isinstance(corrected, str))
         if cursor_print != fingerprint or not valid:
             raise bad_cursor("the cursor belongs to another search")
     try:
-        found = await info.context.services.search.search(dataclasses.replace(wanted, approximate=approximate),
+        found = await info.context.services.search.search(dataclasses.replace(wanted, corrected=corrected),
                                                           now=now, limit=size + 1, offset=offset)  # fmt: skip
     except SearchRejected as error:
         raise bad_argument(f"query: {error}") from None
     hits = found.hits[:size]
     rows = await info.context.loaders.article_by_id.load_many([h.article_id for h in hits])
-    edges = [SearchEdge(cursor=encode_cursor(CURSOR, [fingerprint, offset + n + 1, found.approximate]),
+    edges = [SearchEdge(cursor=encode_cursor(CURSOR, [fingerprint, offset + n + 1, found.corrected]),
                         node=_node(hit, row))
              for n, (hit, row) in enumerate(zip(hits, rows, strict=True)) if row is not None]  # fmt: skip
     return SearchConnection(

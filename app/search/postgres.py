@@ -131,13 +131,15 @@ class PostgresSearch:
         correctable = _correctable(words)
         async with self._sessions() as db:
             await db.execute(_PLANNING)  # for the whole transaction
-            if not query.approximate:
-                hits = await self._ranked(db, query, words, now=now, limit=limit, offset=offset)
-                if hits or offset or not correctable:
-                    if not hits and not offset and not await _has_words(db, words):
-                        raise SearchRejected("the query has no searchable word")
-                    return SearchResult(hits, backend=self.name)
-            better = await terms.corrected(db, words) if correctable else None
+            if query.corrected is not None:  # a later page: the first page's correction, whatever the words are now
+                hits = await self._ranked(db, query, checked(query.corrected), now=now, limit=limit, offset=offset)
+                return SearchResult(hits, backend=self.name, corrected=query.corrected)
+            hits = await self._ranked(db, query, words, now=now, limit=limit, offset=offset)
+            if hits or offset or not correctable:
+                if not hits and not offset and not await _has_words(db, words):
+                    raise SearchRejected("the query has no searchable word")
+                return SearchResult(hits, backend=self.name)
+            better = await terms.corrected(db, words)
             if better is None:
                 return SearchResult([], backend=self.name)
             hits = await self._ranked(db, query, better, now=now, limit=limit, offset=offset)

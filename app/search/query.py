@@ -39,7 +39,7 @@ class SearchQuery:
     until: datetime | None = None
     by_story: bool = False
     newest_first: bool = False
-    approximate: bool = False  # search the corrected query (a later page of a search that found nothing as typed)
+    corrected: str | None = None  # a later page of a search that was corrected: these words, as its first page had
 
 
 @dataclass(frozen=True, slots=True)
