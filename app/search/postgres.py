@@ -4,8 +4,11 @@ The database keeps each article's search vector (migration 0010): title weight A
 language (stemmed, accents folded) and unstemmed, CJK text as character bigrams. A query is parsed by
 `websearch_to_tsquery` (quotes, `-`, `or`) unstemmed and in each language it names (English when it names none), the
 forms joined by OR, so "elections" finds "election" in an English article and any article's exact words match
-whatever its language. Topic, source and language filters are lexemes of the same vector (migration 0011), so the
-index applies them with the words. Hits are highlighted by `ts_headline`, and optionally one per story (its best
+whatever its language (each distinct form once). Topic, source and language filters are lexemes of the same vector
+(migration 0011), so the index applies them with the words. The index is asked for the query loosened, phrases as
+AND and exclusions dropped (app/search/tsquery.py), and the exact query is tested on the rows it finds, after their
+dates: the index cannot check word positions anyway (every phrase is tested on the stored vectors), and it reads no
+posting list for an excluded word. Hits are highlighted by `ts_headline`, and optionally one per story (its best
 article, with how many of the story's articles matched).
 
 Ranking: of the matches, the newest `candidates` (1,000 by default) are ranked by `ts_rank_cd` blended with
@@ -28,7 +31,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.search import terms
+from app.search import terms, tsquery
 from app.search.query import (
     MARK_END,
     MARK_START,
@@ -67,6 +70,9 @@ _PLANNING = text(
     "set_config('jit', 'off', true)"
 )
 
+_FORMS = """SELECT CAST(websearch_to_tsquery(config, newsagg_search_text(:query)) AS text) AS form
+              FROM unnest({configs}) WITH ORDINALITY AS c(config, n) ORDER BY n"""
+
 TIERS_DAYS = (1, 7, 30)  # matches are taken newest first, a window at a time: older windows only while needed
 _UNION = " UNION ALL ".join(f"SELECT * FROM tier{n}" for n in range(len(TIERS_DAYS) + 1))
 
@@ -74,13 +80,13 @@ _TIER = """
     tier{n} AS (
         SELECT a.id, a.cluster_id, a.published_at, a.search_vector
         FROM articles a
-        WHERE a.search_vector @@ ({matching}) {filters} {window} AND {still_needed}
+        WHERE {matching} {filters} {window} AND {still_needed} {exact}
         ORDER BY {newest} DESC
         LIMIT :candidates
     ),"""
 
 _RANKED = """
-    WITH q AS (SELECT {tsquery} AS query, {configs} AS configs),
+    WITH q AS (SELECT CAST(:exact AS tsquery) AS query, {configs} AS configs),
     {tiers}
     candidates AS (
         SELECT * FROM ({union}) AS found ORDER BY published_at DESC LIMIT :candidates
@@ -136,8 +142,6 @@ class PostgresSearch:
                 return SearchResult(hits, backend=self.name, corrected=query.corrected)
             hits = await self._ranked(db, query, words, now=now, limit=limit, offset=offset)
             if hits or offset or not correctable:
-                if not hits and not offset and not await _has_words(db, words):
-                    raise SearchRejected("the query has no searchable word")
                 return SearchResult(hits, backend=self.name)
             better = await terms.corrected(db, words)
             if better is None:
@@ -147,25 +151,29 @@ class PostgresSearch:
 
     async def _ranked(self, db: AsyncSession, query: SearchQuery, words: str, *, now: datetime, limit: int,
                       offset: int) -> list[SearchHit]:  # fmt: skip
-        tsquery, configs, params = _forms(query)
+        configs, params = _configs(query)
+        exact, loose = await _parsed(db, words, configs, params)
         filter_query, filters, filter_params = _filters(query)
+        # the index finds the loosened query's matches; the exact query is tested on them, last (after the dates)
+        matching = f"a.search_vector @@ (CAST(:{'loose' if loose else 'exact'} AS tsquery){filter_query})"
+        exact_test = "AND ts_match_vq(a.search_vector, CAST(:exact AS tsquery))" if loose else ""
         inner = "published_at DESC, id DESC" if query.newest_first else "score DESC, id DESC"
         sql = _RANKED.format(
-            tsquery=tsquery, configs=configs, tiers=_tiers(filters, f"({tsquery}){filter_query}"), union=_UNION,
+            configs=configs, tiers=_tiers(filters, matching, exact_test), union=_UNION,
             rank_weight=RANK_WEIGHT, fresh_weight=FRESHNESS_WEIGHT, freshness=_FRESHNESS,
             grouping="place = 1" if query.by_story else "true", inner_order=inner,
             outer_order=", ".join(f"page.{part}" for part in inner.split(", ")), highlights=_HEADLINES,
         )  # fmt: skip
         end = min(now, query.until) if query.until else now  # windows count back from `until`: nothing is newer
         windows = {f"window{n}": end - timedelta(days=days) for n, days in enumerate(TIERS_DAYS)}
-        rows = await db.execute(text(sql), {**params, **filter_params, **windows, "query": words, "now": now,
-                                            "limit": limit, "offset": offset, "marks": _MARKS,
+        rows = await db.execute(text(sql), {**params, **filter_params, **windows, "exact": exact, "loose": loose,
+                                            "now": now, "limit": limit, "offset": offset, "marks": _MARKS,
                                             "candidates": self._candidates})  # fmt: skip
         return [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
                           highlighted(r.summary_highlight), int(r.matches)) for r in rows]  # fmt: skip
 
 
-def _tiers(filters: str, matching: str) -> str:
+def _tiers(filters: str, matching: str, exact: str) -> str:
     """One CTE per window, newest first: a window is searched only while the newer ones found fewer than
     `candidates` matches (a one-time filter on their counts), so a common word reads a day or a week of matches,
     not all of them, and a rare one reads them all.
@@ -184,7 +192,8 @@ def _tiers(filters: str, matching: str) -> str:
             + ([f"a.published_at < :window{n - 1}"] if n else [])
         )
         found = " + ".join(f"(SELECT count(*) FROM tier{k})" for k in range(n))
-        tiers.append(_TIER.format(n=n, matching=matching, filters=filters, window=f"AND {window}" if window else "",
+        tiers.append(_TIER.format(n=n, matching=matching, exact=exact, filters=filters,
+                                  window=f"AND {window}" if window else "",
                                   still_needed=f"{found} < :candidates" if n else "true",
                                   newest="a.published_at + interval '0 s'" if n else "a.published_at"))  # fmt: skip
     return "".join(tiers)
@@ -194,13 +203,28 @@ def _correctable(words: str) -> bool:
     return len(words.split()) <= TYPO_MAX_WORDS and not _OPERATORS.search(words) and not _CJK.search(words)
 
 
-def _forms(query: SearchQuery) -> tuple[str, str, dict[str, Any]]:
-    """The tsquery (unstemmed OR each language's stemmed form) and the configurations it was parsed with."""
+def _configs(query: SearchQuery) -> tuple[str, dict[str, Any]]:
+    """The text search configurations a query is parsed in: unstemmed, and each language it names (English when
+    it names none)."""
     languages = sorted(set(query.languages)) or [DEFAULT_LANGUAGE]  # (the API takes at most 20)
     params: dict[str, Any] = {f"language{n}": language for n, language in enumerate(languages)}
     configs = ["'newsagg_simple'::regconfig", *(f"newsagg_ts_config(:language{n})" for n in range(len(languages)))]
-    tsquery = " || ".join(f"websearch_to_tsquery({config}, newsagg_search_text(:query))" for config in configs)
-    return tsquery, f"ARRAY[{', '.join(configs)}]", params
+    return f"ARRAY[{', '.join(configs)}]", params
+
+
+async def _parsed(db: AsyncSession, words: str, configs: str, params: dict[str, Any]) -> tuple[str, str | None]:
+    """The query as tsquery text, its forms joined by OR (each once: a language's form is often the unstemmed one),
+    and its loosened form (app/search/tsquery.py) when that differs. SearchRejected when it has no searchable word
+    (no unstemmed form)."""
+    rows = (await db.execute(text(_FORMS.format(configs=configs)), {**params, "query": words})).all()
+    if not rows or not rows[0].form:  # the unstemmed form comes first
+        raise SearchRejected("the query has no searchable word")
+    forms = list(dict.fromkeys(row.form for row in rows if row.form))
+    exact = " | ".join(f"( {form} )" for form in forms) if len(forms) > 1 else forms[0]
+    loose = [tsquery.loosened(form) for form in forms]
+    if loose == forms or None in loose:  # nothing to loosen, or nothing would be left to require
+        return exact, None
+    return exact, " | ".join(f"( {form} )" for form in dict.fromkeys(loose))
 
 
 def _filters(query: SearchQuery) -> tuple[str, str, dict[str, Any]]:
@@ -226,10 +250,3 @@ def _filters(query: SearchQuery) -> tuple[str, str, dict[str, Any]]:
 def _quoted(lexeme: str) -> str:
     """A lexeme in tsquery syntax (topics, sources and languages are checked by the API; quoted all the same)."""
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-async def _has_words(db: AsyncSession, words: str) -> bool:
-    """Whether the query has any searchable word (asked only when nothing matched: one round trip otherwise)."""
-    found = await db.scalar(text("SELECT numnode(websearch_to_tsquery('newsagg_simple', newsagg_search_text(:query)))"),
-                            {"query": words})  # fmt: skip
-    return bool(found)
