@@ -86,6 +86,7 @@ def settings(database_url: str, server_urls: tuple[str, str], tmp_path_factory: 
         _env_file=None,  # type: ignore[call-arg]
         database_url=database_url,
         redis_url=server_urls[1],
+        meili_url=None,  # PostgreSQL search whatever MEILI_URL says: the Meilisearch tests set their own index
         home=tmp_path_factory.mktemp("home"),
         allow_loopback_sources=True,
         queue_name=f"newsagg-test:{uuid.uuid4().hex[:8]}",

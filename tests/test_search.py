@@ -14,7 +14,7 @@ from app.articles.models import Article
 from app.search import terms
 from app.search.query import SearchQuery
 from app.search.service import Search
-from app.search.sync import sync_all
+from app.search.sync import sync_pending
 from app.services import Services
 from app.settings import Settings
 from app.topics.keywords import TOPICS
@@ -100,14 +100,14 @@ async def test_a_typo_is_corrected_from_title_words_page_after_page(gql: GraphQL
     for n in range(5):
         await add_story(services, StorySpec(f"Ukraine talks resume in Geneva, day {n}", [outlet]))
     await add_story(services, StorySpec("Umbrella sales soar in Ukrainian cities", [outlet]))
-    await sync_all(services.engine, None, batch=100, retry_cap_seconds=30)  # the worker's sync learns title words
+    await sync_pending(services.engine, None, settings)  # the worker's sync learns title words
     first = (await gql.run("Search", query="ukriane", first=3))["search"]
     assert (first["approximate"], first["correctedQuery"]) == (True, "ukraine")
     assert first["edges"][0]["node"]["titleHighlight"].startswith("<mark>Ukraine</mark> talks")
     # between the pages the typo becomes a title word: corrected again, the query would stand as typed (and find
     # only that story), but the cursor carries the first page's correction
     await add_story(services, StorySpec("Ukriane, a new play, opens in Kyiv", [outlet]))
-    await sync_all(services.engine, None, batch=100, retry_cap_seconds=30)
+    await sync_pending(services.engine, None, settings)
     after = first["pageInfo"]["endCursor"]
     second = (await gql.run("Search", query="ukriane", first=3, after=after))["search"]
     assert (second["approximate"], second["correctedQuery"]) == (True, "ukraine")
@@ -122,7 +122,7 @@ async def test_a_spelling_titles_use_rarely_gives_way_to_a_common_one(services: 
     for n in range(12):
         await add_story(services, StorySpec(f"Cornwall storm damage, report {n}", [outlet]))
     await add_story(services, StorySpec("Conrwall council meets", [outlet]))  # a typo that made it into a headline
-    await sync_all(services.engine, None, batch=100, retry_cap_seconds=30)
+    await sync_pending(services.engine, None, settings)
     async with services.db() as session:
         assert await terms.corrected(session, "conrwall storm") == "cornwall storm"
         assert await terms.corrected(session, "cornwal") == "cornwall"

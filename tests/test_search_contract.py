@@ -46,7 +46,10 @@ class Backend:
 
     async def titles(self, query: str, **wanted: Any) -> list[str]:
         found = await self.find(query, **wanted)
-        titles = await _titles(self.services, [hit.article_id for hit in found.hits])
+        async with self.services.engine.connect() as connection:
+            rows = await connection.execute(text("SELECT id, title FROM articles WHERE id = ANY(:ids)"),
+                                            {"ids": [hit.article_id for hit in found.hits]})  # fmt: skip
+            titles = {row.id: row.title for row in rows}
         return [titles[hit.article_id] for hit in found.hits]
 
 
@@ -63,12 +66,6 @@ async def backend(request: pytest.FixtureRequest, services: Services, settings: 
     assert search.meili is not None
     yield Backend(search, services, own)
     await search.meili.drop()
-
-
-async def _titles(services: Services, ids: list[int]) -> dict[int, str]:
-    async with services.engine.connect() as connection:
-        rows = await connection.execute(text("SELECT id, title FROM articles WHERE id = ANY(:ids)"), {"ids": ids})
-        return {row.id: row.title for row in rows}
 
 
 async def add_article(services: Services, source: int, title: str, summary: str = "", *, language: str = "en",
