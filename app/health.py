@@ -48,15 +48,9 @@ async def _database(engine: AsyncEngine) -> None:
         await connection.execute(text("SELECT 1"))
 
 
-async def _search(search: Search, engine: AsyncEngine) -> SearchHealth:
-    try:
-        return await asyncio.wait_for(search.health(engine), CHECK_TIMEOUT_S)
-    except TimeoutError:
-        return SearchHealth(search.backend, reachable=False, pending_events=None, lag_seconds=None, fallbacks=None)
-
-
 async def check_health(engine: AsyncEngine, redis: Redis, search: Search) -> HealthReport:
     """The three checks at once, each within CHECK_TIMEOUT_S."""
-    database, cache, searching = await asyncio.gather(_timed(_database(engine)), _timed(redis.ping()),
-                                                      _search(search, engine))  # fmt: skip
+    database, cache, searching = await asyncio.gather(
+        _timed(_database(engine)), _timed(redis.ping()), search.health(engine, timeout_seconds=CHECK_TIMEOUT_S)
+    )
     return HealthReport(database=database, redis=cache, search=searching)

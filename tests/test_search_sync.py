@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import delete, text, update
 
 from app.articles.models import Article
+from app.health import check_health
 from app.outbox import repository as outbox
 from app.outbox.models import OutboxEvent
 from app.runtime.processes import free_port
@@ -128,6 +129,29 @@ async def test_searches_fall_back_to_postgresql_logged_and_counted(
     assert int(await services.redis.get(FALLBACKS_KEY) or 0) == 2
     health = await down.health(services.engine)
     assert (health.backend, health.reachable, health.fallbacks) == ("meilisearch", False, 2)
+
+
+async def test_a_hanging_meilisearch_leaves_the_backlog_in_health(services: Services, settings: Settings) -> None:
+    """A server that takes the connection and never answers: the report says Meilisearch is unreachable, within
+    the check's time, and still counts the events waiting for it."""
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # until the client gives up
+        writer.close()
+
+    server = await asyncio.start_server(hang, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    hanging = Search(meili_settings(settings, f"http://127.0.0.1:{port}", search_timeout_seconds=3), services.db,
+                     services.redis)  # fmt: skip
+    outlet = await add_source(services, settings, "wire")
+    await add_story(services, StorySpec("Ferry crews vote on a walkout", [outlet]))
+    try:
+        report = await check_health(services.engine, services.redis, hanging)
+    finally:
+        server.close()
+    assert (report.search.backend, report.search.reachable) == ("meilisearch", False)
+    assert report.search.pending_events is not None
+    assert report.search.pending_events >= 1
 
 
 def test_reindex_command(settings: Settings) -> None:

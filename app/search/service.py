@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FALLBACKS_KEY = "newsagg:search:fallbacks"
+HEALTH_TIMEOUT_S = 2.0  # each part of the health report
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +97,14 @@ class Search:
         except (RedisError, OSError):
             return None
 
-    async def health(self, engine: AsyncEngine) -> SearchHealth:
-        """Meilisearch's health check, the sync's backlog and the fallback count, asked at once: a slow Meilisearch
-        does not hide the backlog, which matters most then."""
-        reachable, synced, fallbacks = await asyncio.gather(self._reachable(), self._backlog(engine),
-                                                            self.fallbacks_counted())  # fmt: skip
+    async def health(self, engine: AsyncEngine, *, timeout_seconds: float = HEALTH_TIMEOUT_S) -> SearchHealth:
+        """Meilisearch's health check, the sync's backlog and the fallback count, asked at once and each within
+        `timeout_seconds` (then unreachable, or unknown): a slow Meilisearch does not hide the backlog, which
+        matters most then, and a slow database does not make Meilisearch look down."""
+        reachable, synced, fallbacks = await asyncio.gather(
+            _within(self._reachable(), timeout_seconds, False), _within(self._backlog(engine), timeout_seconds, None),
+            _within(self.fallbacks_counted(), timeout_seconds, None),
+        )  # fmt: skip
         return SearchHealth(self.backend, reachable, synced.pending_events if synced else None,
                             synced.lag_seconds if synced else None, fallbacks)  # fmt: skip
 
@@ -111,3 +116,11 @@ class Search:
             return await status(engine, self.meili)
         except (SQLAlchemyError, OSError):
             return None
+
+
+async def _within(probe: Awaitable[T], timeout_seconds: float, unknown: T) -> T:
+    """The probe's answer, or `unknown` when it takes longer than `timeout_seconds`."""
+    try:
+        return await asyncio.wait_for(probe, timeout_seconds)
+    except TimeoutError:
+        return unknown
