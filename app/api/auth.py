@@ -56,10 +56,11 @@ class Credentials:
         return found[1]
 
     def put(self, token: str, user: User) -> None:
-        self._seen.pop(digest(token), None)  # a token checked again goes to the back: the oldest leaves first
+        key = digest(token)
+        self._seen.pop(key, None)  # a token checked again goes to the back: the oldest leaves first
         while len(self._seen) >= self.LIMIT:
             del self._seen[next(iter(self._seen))]
-        self._seen[digest(token)] = (time.monotonic(), user)
+        self._seen[key] = (time.monotonic(), user)
 
     def forget_all(self) -> None:
         self._seen.clear()

@@ -32,7 +32,7 @@ from app.stories import repository as story_queries
 from app.stories.velocity import BREAKING_TOPIC
 
 
-@strawberry.type(description="Whether this API process reaches its database and Redis.")
+@strawberry.type(description="Whether this API process reaches its database and Redis, and how search is doing.")
 class Health:
     ok: bool
     database: bool

@@ -22,7 +22,7 @@ _CANDIDATES = """
         WHERE s.merged_into_id IS NULL AND s.last_updated_at >= :since {filters}
         ORDER BY {freshness} * exp(-{decay} * greatest(CAST(extract(epoch FROM (:now - s.last_updated_at)) AS float8)
                                                         / 3600, 0))
-                 + {coverage} * least(s.source_count, {full_coverage}) / {full_coverage}.0
+                 + {coverage_per_source} * least(s.source_count, {full_coverage})
                  + CASE WHEN s.is_breaking THEN {breaking} ELSE 0 END
                  + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN {relevance} ELSE 0 END DESC,
                  s.id DESC
@@ -36,7 +36,7 @@ _CANDIDATES = """
 """.format(  # the weights written in, not bound: next to least(int, 5) a bound one is typed integer
     freshness=WEIGHTS["freshness"],
     decay=DECAY_PER_HOUR[FreshnessClass.REGULAR],
-    coverage=WEIGHTS["quality"] * COVERAGE_SHARE,
+    coverage_per_source=WEIGHTS["quality"] * COVERAGE_SHARE / FULL_COVERAGE,
     full_coverage=FULL_COVERAGE,
     breaking=FIRST_CUT_BREAKING,
     relevance=WEIGHTS["relevance"],

@@ -51,8 +51,7 @@ async def current(
 
     async def compute() -> str:
         ranked = await build(services, scope, now)
-        await snapshots.store(services.redis, ranked,
-                              timedelta(minutes=services.settings.feed_snapshot_minutes))  # fmt: skip
+        await snapshots.store(services.redis, ranked, _snapshot_lifetime(services))
         return ranked.id
 
     if version < 0:  # Redis is down: rank afresh, uncached
@@ -72,8 +71,11 @@ async def current(
 
 async def snapshot(services: Services, snapshot_id: str) -> snapshots.Snapshot:
     """The snapshot a cursor names; SnapshotMissing once it has expired."""
-    return await snapshots.load(services.redis, snapshot_id,
-                                timedelta(minutes=services.settings.feed_snapshot_minutes))  # fmt: skip
+    return await snapshots.load(services.redis, snapshot_id, _snapshot_lifetime(services))
+
+
+def _snapshot_lifetime(services: Services) -> timedelta:
+    return timedelta(minutes=services.settings.feed_snapshot_minutes)
 
 
 async def build(services: Services, scope: FeedScope, now: datetime) -> snapshots.Snapshot:

@@ -220,7 +220,7 @@ async def _parsed(db: AsyncSession, words: str, configs: str, params: dict[str, 
     if not rows or not rows[0].form:  # the unstemmed form comes first
         raise SearchRejected("the query has no searchable word")
     forms = list(dict.fromkeys(row.form for row in rows if row.form))
-    exact = " | ".join(f"( {form} )" for form in forms) if len(forms) > 1 else forms[0]
+    exact = " | ".join(f"( {form} )" for form in forms)
     loose = [tsquery.loosened(form) for form in forms]
     if loose == forms or None in loose:  # nothing to loosen, or nothing would be left to require
         return exact, None

@@ -64,15 +64,12 @@ async def corrected(db: Executor, query: str) -> str | None:
         words[row.n] = (row.word, row.used)
         if row.term is not None:
             candidates.setdefault(row.n, []).append((row.term, row.articles, row.closeness))
-    result, changed = [], False
+    typed, result = [], []
     for n, (word, used) in sorted(words.items()):
         close = candidates.get(n, [])
         best = close[0][2] if close else 0.0
         term, articles, _ = max((c for c in close if c[2] >= best - SIMILARITY_SLACK), key=lambda c: c[1],
                                 default=(word, used, 0.0))  # fmt: skip
-        if articles > used * MORE_COMMON or (used == 0 and term != word):
-            result.append(term)
-            changed = True
-        else:
-            result.append(word)
-    return " ".join(result) if changed else None
+        typed.append(word)
+        result.append(term if articles > used * MORE_COMMON or (used == 0 and term != word) else word)
+    return " ".join(result) if result != typed else None

@@ -45,11 +45,11 @@ async def coverage_pages(
     shown = _shown(requests, rows)
     wanted = {(requests[number].story_id, source_id) for number, source_id, _ in shown}
     found = await repository.coverage_articles(session, wanted) if wanted else []
-    pages = fold(requests, rows, shown, [(article, original_id) for article, _, original_id in found])
+    pages = _fold(requests, rows, shown, [(article, original_id) for article, _, original_id in found])
     return pages, list({source.id: source for _, source, _ in found}.values())
 
 
-def fold(requests: Sequence[CoverageRequest], rows: Sequence[CoverageGroupRow],
+def _fold(requests: Sequence[CoverageRequest], rows: Sequence[CoverageGroupRow],
          shown: Sequence[tuple[int, int, GroupKey]],
          articles: Sequence[tuple[Article, int | None]]) -> list[CoveragePage]:  # fmt: skip
     """Pages from the groups' rows, the groups `_shown` of them, and their articles, earliest first, each with the

@@ -3,7 +3,7 @@
     score = Σ over the window's buckets of weight(age) · (arrivals + ENGAGEMENT_WEIGHT · engagement)
 
 where an arrival is one article joining the story, engagement is the readers' weighted actions on its articles
-(click and read 1, share and save 2, dismiss 0: `ACTION_WEIGHTS`), ENGAGEMENT_WEIGHT = 0.5 (two clicks count as
+(click and read 1, share and save 2, dismiss 0: `_ACTION_WEIGHTS`), ENGAGEMENT_WEIGHT = 0.5 (two clicks count as
 much as one more outlet reporting), and weight(age) falls linearly over the window (`app/trending/windows.py`).
 Ids are the story ids as recorded; a story merged since then is counted towards the one it joined by the reader
 (the API resolves ids and adds up what one story collects).
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 ENGAGEMENT_WEIGHT = 0.5
 # The interest signals, negative ones counted as none: one reader's "not for me" (dismiss) is for their own feed,
 # not a vote against a story.
-ACTION_WEIGHTS = {action: max(signal, 0.0) for action, signal in SIGNAL.items()}
+_ACTION_WEIGHTS = {action: max(signal, 0.0) for action, signal in SIGNAL.items()}
 PREFIX = "newsagg:trending:"
 SCRATCH_SECONDS = 10  # the union sets of one read, should the reader die before deleting them
 
@@ -56,7 +56,7 @@ async def record_arrivals(redis: Redis, placed: Mapping[int, int], now: datetime
 
 
 async def record_engagement(redis: Redis, story_id: int, weight: float, now: datetime) -> None:
-    """`weight` units of reader engagement with the story (ACTION_WEIGHTS says how much an action is worth)."""
+    """`weight` units of reader engagement with the story (_ACTION_WEIGHTS says how much an action is worth)."""
     if weight:
         await _increment(redis, "engagement", {story_id: weight}, now)
 
@@ -66,7 +66,7 @@ async def record_reader_engagement(
 ) -> bool:
     """A reader's action on one of the story's articles, counted once per reader, story and action within the
     longest window (however many sessions or articles of the story they use). True when it was counted."""
-    weight = ACTION_WEIGHTS[action]
+    weight = _ACTION_WEIGHTS[action]
     if not weight:
         return False
     marker = f"{PREFIX}reader:{reader_id}:{story_id}:{action.value}"

@@ -11,19 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.api.auth import CREDENTIALS, bearer, require_viewer
 from app.api.context import Info
 from app.api.errors import bad_argument
+from app.api.types.account_error import AccountError, refused
 from app.api.types.viewer import ApiKeyInfo, Viewer
-from app.users.errors import AccountErrorCode, AccountRejected
+from app.users.errors import AccountRejected
 from app.users.models import User
 from app.users.service import Credential, create_api_key, log_in, log_out, revoke_api_key, sign_up
-
-AccountErrorCodeEnum = strawberry.enum(AccountErrorCode, name="AccountErrorCode")
-
-
-@strawberry.type(description="Why an account operation was refused.")
-class AccountError:
-    code: AccountErrorCodeEnum  # type: ignore[valid-type]
-    field: str | None
-    message: str
 
 
 @strawberry.input(description="An email and a password (10 to 1,024 characters).")
@@ -50,10 +42,6 @@ class ApiKeyPayload:
     key: str | None = strawberry.field(description="The key itself: shown this once, stored only as a digest.")
     api_key: ApiKeyInfo | None
     errors: list[AccountError]
-
-
-def refused(error: AccountRejected) -> list[AccountError]:
-    return [AccountError(code=error.code, field=error.field, message=str(error))]
 
 
 def _lifetime(info: Info) -> timedelta:

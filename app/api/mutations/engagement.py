@@ -10,8 +10,8 @@ from strawberry import relay
 from app.api.auth import require_viewer
 from app.api.context import Info
 from app.api.errors import bad_argument
-from app.api.mutations.accounts import AccountError, refused
 from app.api.relay import id_of
+from app.api.types.account_error import AccountError, refused
 from app.api.types.viewer import TopicWeight, weights_of
 from app.feed import versions
 from app.trending.store import record_reader_engagement

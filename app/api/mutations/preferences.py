@@ -9,8 +9,8 @@ from strawberry import relay
 from app.api.auth import require_viewer
 from app.api.context import Info
 from app.api.filters import language_codes
-from app.api.mutations.accounts import AccountError, refused
 from app.api.relay import id_of
+from app.api.types.account_error import AccountError, refused
 from app.api.types.enums import TopicEnum
 from app.api.types.viewer import Viewer
 from app.feed import versions
