@@ -20,7 +20,7 @@ import websockets
 from arq.connections import ArqRedis, create_pool
 from arq.connections import RedisSettings as ArqRedisSettings
 from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.asgi import create_app
 from app.db.migrate import upgrade
@@ -77,6 +77,22 @@ async def database_url(server_urls: tuple[str, str]) -> AsyncIterator[str]:
     yield url
     async with admin.connect() as connection:
         await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    await admin.dispose()
+
+
+@pytest.fixture
+async def scratch_engine(server_urls: tuple[str, str]) -> AsyncIterator[AsyncEngine]:
+    """An empty database of the test's own (for migration tests), dropped after it."""
+    admin_url = server_urls[0]
+    name = f"newsagg_scratch_{uuid.uuid4().hex[:10]}"
+    admin = create_async_engine(admin_url, isolation_level="AUTOCOMMIT")
+    async with admin.connect() as connection:
+        await connection.execute(text(f'CREATE DATABASE "{name}"'))
+    engine = create_async_engine(admin_url.rsplit("/", 1)[0] + f"/{name}")
+    yield engine
+    await engine.dispose()
+    async with admin.connect() as connection:
+        await connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
     await admin.dispose()
 
 

@@ -2,32 +2,13 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
-
-import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.migrate import downgrade, upgrade
 from app.models import Base
-
-
-@pytest.fixture
-async def scratch_engine(server_urls: tuple[str, str]) -> AsyncIterator[AsyncEngine]:
-    admin_url = server_urls[0]
-    name = f"newsagg_scratch_{uuid.uuid4().hex[:10]}"
-    admin = create_async_engine(admin_url, isolation_level="AUTOCOMMIT")
-    async with admin.connect() as connection:
-        await connection.execute(text(f'CREATE DATABASE "{name}"'))
-    engine = create_async_engine(admin_url.rsplit("/", 1)[0] + f"/{name}")
-    yield engine
-    await engine.dispose()
-    async with admin.connect() as connection:
-        await connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-    await admin.dispose()
 
 
 async def _diff(engine: AsyncEngine) -> list[object]:
