@@ -6,12 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import update
+import pytest
+from sqlalchemy import text, update
 
 from app.api.relay import decode_cursor, encode_cursor
 from app.api.search import CURSOR
 from app.articles.models import Article
 from app.search import terms
+from app.search.postgres import PostgresSearch
 from app.search.query import SearchQuery
 from app.search.service import Search
 from app.search.sync import sync_pending
@@ -140,10 +142,14 @@ async def test_postgresql_ranks_the_newest_matches(services: Services, settings:
     assert sorted(hit.article_id for hit in found.hits) == sorted(ids[:5])
 
 
-async def test_postgresql_takes_the_newest_matches_across_time_windows(services: Services, settings: Settings) -> None:
+@pytest.mark.parametrize("sparse_rows", [0, 10**9], ids=["window_by_window", "older_at_once"])
+async def test_postgresql_takes_the_newest_matches_across_time_windows(services: Services, settings: Settings,
+                                                                       sparse_rows: int) -> None:  # fmt: skip
     """Matches a day, a week, a month and more old: the newest `candidates` are ranked whichever windows they sit
-    in, and with `until` the newest before it (the windows count back from `until`)."""
-    search = Search(settings.model_copy(update={"search_candidates": 3}), services.db, services.redis)
+    in, and with `until` the newest before it (the windows count back from `until`); alike whether the matches older
+    than the first day are read window by window (a query the first day predicts many older matches for) or at once
+    (few)."""
+    search = PostgresSearch(services.db, candidates=3, sparse_rows=sparse_rows)
     outlet = await add_source(services, settings, "wire")
     ages = [timedelta(hours=2), timedelta(hours=30), timedelta(days=3), timedelta(days=10), timedelta(days=12),
             timedelta(days=40), timedelta(days=50)]  # fmt: skip
@@ -159,6 +165,24 @@ async def test_postgresql_takes_the_newest_matches_across_time_windows(services:
     assert await found(until=now - timedelta(days=5)) == {ids[age] for age in ages[3:6]}
     assert await found(until=now - timedelta(days=11)) == {ids[age] for age in ages[4:]}
     assert await found(since=now - timedelta(days=11), until=now - timedelta(days=1)) == {ids[age] for age in ages[1:4]}
+
+
+async def test_postgresql_weighs_the_first_day_against_the_older_articles(services: Services,
+                                                                        settings: Settings) -> None:  # fmt: skip
+    """How many articles are older than a day for each of the last day's: what a query's first day of matches is
+    multiplied by to predict its older ones (read from the table's statistics and counted once a while)."""
+    outlet = await add_source(services, settings, "wire")
+    for age in (timedelta(hours=3), timedelta(hours=20), timedelta(days=2), timedelta(days=9), timedelta(days=30),
+                timedelta(days=31), timedelta(days=200), timedelta(days=400)):  # fmt: skip
+        await add_story(services, StorySpec(f"Grain prices, {age}", [outlet], age=age))
+    async with services.engine.connect() as connection:
+        await connection.execution_options(isolation_level="AUTOCOMMIT")
+        await connection.execute(text("ANALYZE articles"))
+    search = PostgresSearch(services.db, candidates=1000)
+    async with services.db() as session:
+        assert await search.older_per_recent(session, datetime.now(UTC)) == 3.0  # 6 older, 2 in the last day
+        await session.execute(text("TRUNCATE articles CASCADE"))
+        assert await search.older_per_recent(session, datetime.now(UTC)) == 3.0  # not counted again so soon
 
 
 async def test_every_topic_filters_on_postgresql(services: Services, settings: Settings) -> None:

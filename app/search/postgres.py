@@ -22,7 +22,9 @@ titles (app/search/terms.py: "ukriane" → "ukraine") and is searched again; its
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
@@ -56,11 +58,12 @@ _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\
 _FRESHNESS = f"""exp(-least(greatest(CAST(extract(epoch FROM (:now - m.published_at)) AS float8), 0)
                     / 3600 / {FRESHNESS_HALF_LIFE_HOURS} * ln(2), 700))"""
 
-# The query is written into each window's filter, not read from the `q` CTE, and planned with its values: the
-# planner then knows how common the words are and walks the date index backwards for a common one (stopping at
-# `candidates`) or reads the few matches of a rare one. A generic plan (asyncpg's prepared statements get one after
-# five runs) would guess 0.5% of rows for every query. work_mem keeps a common word's bitmap exact (not lossy). No
-# parallel workers: a window whose one-time filter is false still started two (about 50 ms) before skipping its scan.
+# The query is written into the first window's filter (and that of the older matches read at once), not read from
+# the `q` CTE, and planned with its values: the planner then knows how common the words are and walks the date index
+# backwards for a common one (stopping at `candidates`) or reads the few matches of a rare one. A generic plan
+# (asyncpg's prepared statements get one after five runs) would guess 0.5% of rows for every query (the later
+# windows want that guess: `_tiers`). work_mem keeps a common word's bitmap exact (not lossy). No parallel workers: a
+# window whose one-time filter is false still started two (about 50 ms) before skipping its scan.
 # random_page_cost 1.1 (not 4) prices heap pages as what they are for a hot table (cached, or on SSD): at 4, a rare
 # word's few thousand matches were intersected with a month of the date index (450,000 entries, 25 ms) to save heap
 # reads that cost 3 ms. No JIT: compiling costs more than any of these statements runs.
@@ -74,10 +77,16 @@ _FORMS = """SELECT CAST(websearch_to_tsquery(config, newsagg_search_text(:query)
               FROM unnest({configs}) WITH ORDINALITY AS c(config, n) ORDER BY n"""
 
 TIERS_DAYS = (1, 7, 30)  # matches are taken newest first, a window at a time: older windows only while needed
-_UNION = " UNION ALL ".join(f"SELECT * FROM tier{n}" for n in range(len(TIERS_DAYS) + 1))
+SPARSE_ROWS = 5000  # a query expected to match at most this many articles older than its first day reads them at once
+SHAPE_SECONDS = 600.0  # how long the count of a day's articles against the rest is trusted
+_TIER_NAMES = [f"tier{n}" for n in range(len(TIERS_DAYS) + 1)] + ["older"]
+_UNION = " UNION ALL ".join(f"SELECT * FROM {name}" for name in _TIER_NAMES)
+_UNINDEXED = "(a.published_at + interval '0 s')"
+_SHAPE = text("""SELECT (SELECT reltuples FROM pg_class WHERE oid = CAST('articles' AS regclass)) AS articles,
+                        (SELECT count(*) FROM articles WHERE published_at >= :day) AS recent""")
 
 _TIER = """
-    tier{n} AS (
+    {name} AS (
         SELECT a.id, a.cluster_id, a.published_at, a.search_vector
         FROM articles a
         WHERE {matching} {filters} {window} AND {still_needed} {exact}
@@ -86,7 +95,7 @@ _TIER = """
     ),"""
 
 _RANKED = """
-    WITH q AS (SELECT CAST(:exact AS tsquery) AS query, {configs} AS configs),
+    WITH q AS (SELECT CAST(:exact AS tsquery) AS query, {configs} AS configs, {searched} AS searched),
     {tiers}
     candidates AS (
         SELECT * FROM ({union}) AS found ORDER BY published_at DESC LIMIT :candidates
@@ -128,9 +137,12 @@ class PostgresSearch:
 
     name = "postgres"
 
-    def __init__(self, sessions: Callable[[], AbstractAsyncContextManager[AsyncSession]], *, candidates: int) -> None:
+    def __init__(self, sessions: Callable[[], AbstractAsyncContextManager[AsyncSession]], *, candidates: int,
+                 sparse_rows: int = SPARSE_ROWS) -> None:  # fmt: skip
         self._sessions = sessions
         self._candidates = candidates
+        self._sparse_rows = sparse_rows
+        self._ratio = (0.0, -math.inf)  # (articles older than a day for each of the day's, until when)
 
     async def search(self, query: SearchQuery, *, now: datetime, limit: int, offset: int) -> SearchResult:
         words = checked(query.text)
@@ -155,28 +167,52 @@ class PostgresSearch:
         exact, loose = await _parsed(db, words, configs, params)
         filter_query, filters, filter_params = _filters(query)
         # the index finds the loosened query's matches; the exact query is tested on them, last (after the dates)
-        matching = f"a.search_vector @@ (CAST(:{'loose' if loose else 'exact'} AS tsquery){filter_query})"
+        searched = f"(CAST(:{'loose' if loose else 'exact'} AS tsquery){filter_query})"
         exact_test = "AND ts_match_vq(a.search_vector, CAST(:exact AS tsquery))" if loose else ""
         inner = "published_at DESC, id DESC" if query.newest_first else "score DESC, id DESC"
         sql = _RANKED.format(
-            configs=configs, tiers=_tiers(filters, matching, exact_test), union=_UNION,
+            configs=configs, searched=searched, tiers=_tiers(filters, searched, exact_test), union=_UNION,
             rank_weight=RANK_WEIGHT, fresh_weight=FRESHNESS_WEIGHT, freshness=_FRESHNESS,
             grouping="place = 1" if query.by_story else "true", inner_order=inner,
             outer_order=", ".join(f"page.{part}" for part in inner.split(", ")), highlights=_HEADLINES,
         )  # fmt: skip
         end = min(now, query.until) if query.until else now  # windows count back from `until`: nothing is newer
         windows = {f"window{n}": end - timedelta(days=days) for n, days in enumerate(TIERS_DAYS)}
+        sparse = min(self._candidates, int(self._sparse_rows / max(await self.older_per_recent(db, now), 1e-9)))
         rows = await db.execute(text(sql), {**params, **filter_params, **windows, "exact": exact, "loose": loose,
                                             "now": now, "limit": limit, "offset": offset, "marks": _MARKS,
-                                            "candidates": self._candidates})  # fmt: skip
+                                            "candidates": self._candidates, "sparse": sparse})  # fmt: skip
         return [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
                           highlighted(r.summary_highlight), int(r.matches)) for r in rows]  # fmt: skip
 
+    async def older_per_recent(self, db: AsyncSession, now: datetime) -> float:
+        """How many articles are older than a day for each article of the last day (counted at most every
+        SHAPE_SECONDS): a query's matches in its first day, times this, is how many older ones it can expect."""
+        ratio, until = self._ratio
+        if time.monotonic() < until:
+            return ratio
+        row = (await db.execute(_SHAPE, {"day": now - timedelta(days=TIERS_DAYS[0])})).one()
+        recent = int(row.recent)
+        articles = max(float(row.articles), recent)  # (reltuples is -1 before the first ANALYZE)
+        ratio = (articles - recent) / max(recent, 1)
+        self._ratio = (ratio, time.monotonic() + SHAPE_SECONDS)
+        return ratio
 
-def _tiers(filters: str, matching: str, exact: str) -> str:
-    """One CTE per window, newest first: a window is searched only while the newer ones found fewer than
-    `candidates` matches (a one-time filter on their counts), so a common word reads a day or a week of matches,
-    not all of them, and a rare one reads them all.
+
+def _tiers(filters: str, searched: str, exact: str) -> str:
+    """The matches newest first, up to `candidates`: the first day's, then either older windows one at a time or
+    everything older at once, as the first day's count predicts (one-time filters on the counts).
+
+    - Windows (7 days, 30, all): each is searched only while the newer ones found fewer than `candidates`, so a
+      common word reads a day or a week of matches, not all of them. The date index narrows a window only with the
+      text index (a bitmap of each, intersected), which the planner does when it expects many matches: the windows
+      read the query from `q`, a value the planner does not see, so it expects 0.5% of articles to match. They are
+      searched only for a query with many matches in its first day, for which that is nearer the truth than its
+      estimate for words that go together (the product of their frequencies: "TV Patrol", 700 expected, 19,000
+      found, each read to test its date: 130 ms for a week's window, 30 ms intersected).
+    - Everything older at once (`older`), when the first day's matches times the articles older than a day for each
+      of the day's (`:sparse` is SPARSE_ROWS divided by that) predicts few older matches: their rows are read once.
+      Windows would read each of them once per window whenever the planner reads the text index alone.
 
     Only the first window may be read in date order (the date index walked backwards, each row tested against the
     query until `candidates` match): a later window is reached only by a word with fewer than `candidates` matches
@@ -185,18 +221,19 @@ def _tiers(filters: str, matching: str, exact: str) -> str:
     planner multiplies the two frequencies, expects thousands of matches and walked a whole month's window (450,000
     articles, 270 ms) to find 26. `published_at + 0` is a value the index does not hold, so a later window is
     sorted after its matches are found; the first window's walk is bounded by a day of articles."""
-    tiers = []
-    for n in range(len(TIERS_DAYS) + 1):
-        window = " AND ".join(
-            ([f"a.published_at >= :window{n}"] if n < len(TIERS_DAYS) else [])
-            + ([f"a.published_at < :window{n - 1}"] if n else [])
-        )
-        found = " + ".join(f"(SELECT count(*) FROM tier{k})" for k in range(n))
-        tiers.append(_TIER.format(n=n, matching=matching, exact=exact, filters=filters,
-                                  window=f"AND {window}" if window else "",
-                                  still_needed=f"{found} < :candidates" if n else "true",
-                                  newest="a.published_at + interval '0 s'" if n else "a.published_at"))  # fmt: skip
-    return "".join(tiers)
+    seen, unseen = f"a.search_vector @@ {searched}", "a.search_vector @@ (SELECT q.searched FROM q)"
+    count = [f"(SELECT count(*) FROM tier{n})" for n in range(len(TIERS_DAYS))]
+    tiers = [(seen, "a.published_at >= :window0", "true", "a.published_at")]
+    for n in range(1, len(TIERS_DAYS) + 1):
+        window = " AND ".join(([f"a.published_at >= :window{n}"] if n < len(TIERS_DAYS) else [])
+                              + [f"a.published_at < :window{n - 1}"])  # fmt: skip
+        tiers.append((unseen, window, f"{count[0]} >= :sparse AND {' + '.join(count[:n])} < :candidates", _UNINDEXED))
+    # the date hidden from its index here too: with it, the planner could intersect the matches with every older
+    # article (most of the date index) to read fewer rows
+    tiers.append((seen, f"{_UNINDEXED} < :window0", f"{count[0]} < :sparse", _UNINDEXED))
+    return "".join(_TIER.format(name=name, matching=matching, exact=exact, filters=filters, window=f"AND {window}",
+                                still_needed=needed, newest=newest)
+                   for name, (matching, window, needed, newest) in zip(_TIER_NAMES, tiers, strict=True))  # fmt: skip
 
 
 def _correctable(words: str) -> bool:
