@@ -11,9 +11,9 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.search.service import Search, SearchHealth
+from app.search.service import HEALTH_TIMEOUT_S, Search, SearchHealth
 
-CHECK_TIMEOUT_S = 2.0
+CHECK_TIMEOUT_S = HEALTH_TIMEOUT_S  # each check, search's parts included
 
 
 @dataclass(frozen=True, slots=True)

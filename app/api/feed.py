@@ -28,7 +28,7 @@ from app.articles.models import Article
 from app.db import rows
 from app.feed import service as feeds
 from app.feed import snapshots
-from app.feed.ranking import FreshnessClass
+from app.feed.ranking import COVERAGE_SHARE, FULL_COVERAGE, FreshnessClass
 from app.sources.models import Source
 from app.stories import repository as stories
 from app.stories.models import StoryCluster
@@ -55,7 +55,10 @@ class RankingSignals:
     relevance: float = strawberry.field(description="Match with the reader's interests (cold start: broad appeal).")
     freshness: float = strawberry.field(description="exp(-lambda x hours since its latest article).")
     freshness_class: FreshnessClassEnum  # type: ignore[valid-type]
-    quality: float = strawberry.field(description="min(sources / 5, 1) x 0.6 + lead source authority x 0.4.")
+    quality: float = strawberry.field(
+        description=f"min(sources / {FULL_COVERAGE}, 1) x {COVERAGE_SHARE} + lead source authority x "
+        f"{round(1 - COVERAGE_SHARE, 2)}."
+    )
     trending: float = strawberry.field(description="Arrivals and engagement in the last hour, 0..1.")
     diversity: float = strawberry.field(description="1 - its greatest similarity to the stories above it.")
     breaking_boost: float = strawberry.field(description="1.3 when breaking, else 1.")

@@ -7,11 +7,11 @@ from collections.abc import Awaitable, Callable
 ROUNDS = 50  # batches one drain runs at most (then the next run goes on)
 
 
-async def drain(deliver: Callable[[], Awaitable[int]], *, batch: int, rounds: int = ROUNDS) -> int:
+async def drain(deliver: Callable[[], Awaitable[int]], *, batch: int) -> int:
     """Runs `deliver` (one batch, returning how many it delivered) until a batch comes back short: nothing more is
-    pending, or the target is down and the next run tries again. At most `rounds` batches; returns the total."""
+    pending, or the target is down and the next run tries again. At most ROUNDS batches; returns the total."""
     delivered = 0
-    for _ in range(rounds):
+    for _ in range(ROUNDS):
         done = await deliver()
         delivered += done
         if done < batch:

@@ -22,6 +22,7 @@ from meilisearch.errors import MeilisearchApiError, MeilisearchCommunicationErro
 from app.search.query import (
     MARK_END,
     MARK_START,
+    MEILISEARCH,
     SUMMARY_WORDS,
     SearchHit,
     SearchQuery,
@@ -47,7 +48,7 @@ TASK_TIMEOUT_MS = 60_000  # indexing a batch: how long the sync waits for Meilis
 class MeiliSearch:
     """The SearchBackend on a Meilisearch index, and the index's writer for the sync."""
 
-    name = "meilisearch"
+    name = MEILISEARCH
 
     def __init__(self, url: str, api_key: str | None, index: str, *, timeout_seconds: float) -> None:
         self._searching = meilisearch.Client(url, api_key, timeout=max(1, round(timeout_seconds)))

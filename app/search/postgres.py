@@ -37,6 +37,7 @@ from app.search import terms, tsquery
 from app.search.query import (
     MARK_END,
     MARK_START,
+    POSTGRES,
     SUMMARY_WORDS,
     SearchHit,
     SearchQuery,
@@ -78,12 +79,13 @@ _FORMS = """SELECT CAST(websearch_to_tsquery(config, newsagg_search_text(:query)
 
 TIERS_DAYS = (1, 7, 30)  # matches are taken newest first, a window at a time: older windows only while needed
 SPARSE_ROWS = 5000  # a query expected to match at most this many articles older than its first day reads them at once
-SHAPE_SECONDS = 600.0  # how long the count of a day's articles against the rest is trusted
+RATIO_SECONDS = 600.0  # how long the count of a day's articles against the rest is trusted
 _TIER_NAMES = [f"tier{n}" for n in range(len(TIERS_DAYS) + 1)] + ["older"]
 _UNION = " UNION ALL ".join(f"SELECT * FROM {name}" for name in _TIER_NAMES)
 _UNINDEXED = "(a.published_at + interval '0 s')"
-_SHAPE = text("""SELECT (SELECT reltuples FROM pg_class WHERE oid = CAST('articles' AS regclass)) AS articles,
-                        (SELECT count(*) FROM articles WHERE published_at >= :day) AS recent""")
+_OLDER_PER_RECENT = text("""
+    SELECT (SELECT reltuples FROM pg_class WHERE oid = CAST('articles' AS regclass)) AS articles,
+           (SELECT count(*) FROM articles WHERE published_at >= :day) AS recent""")
 
 _TIER = """
     {name} AS (
@@ -135,7 +137,7 @@ _MARKS = f'StartSel="{MARK_START}", StopSel="{MARK_END}", FragmentDelimiter=" â€
 class PostgresSearch:
     """The SearchBackend on the articles table."""
 
-    name = "postgres"
+    name = POSTGRES
 
     def __init__(self, sessions: Callable[[], AbstractAsyncContextManager[AsyncSession]], *, candidates: int,
                  sparse_rows: int = SPARSE_ROWS) -> None:  # fmt: skip
@@ -187,15 +189,15 @@ class PostgresSearch:
 
     async def older_per_recent(self, db: AsyncSession, now: datetime) -> float:
         """How many articles are older than a day for each article of the last day (counted at most every
-        SHAPE_SECONDS): a query's matches in its first day, times this, is how many older ones it can expect."""
+        RATIO_SECONDS): a query's matches in its first day, times this, is how many older ones it can expect."""
         ratio, until = self._ratio
         if time.monotonic() < until:
             return ratio
-        row = (await db.execute(_SHAPE, {"day": now - timedelta(days=TIERS_DAYS[0])})).one()
+        row = (await db.execute(_OLDER_PER_RECENT, {"day": now - timedelta(days=TIERS_DAYS[0])})).one()
         recent = int(row.recent)
         articles = max(float(row.articles), recent)  # (reltuples is -1 before the first ANALYZE)
         ratio = (articles - recent) / max(recent, 1)
-        self._ratio = (ratio, time.monotonic() + SHAPE_SECONDS)
+        self._ratio = (ratio, time.monotonic() + RATIO_SECONDS)
         return ratio
 
 

@@ -17,6 +17,7 @@ MAX_QUERY_CHARS = 200
 MAX_QUERY_WORDS = 20
 SUMMARY_WORDS = 30  # the longest summary extract a hit shows
 MARK_START, MARK_END = "\ue000", "\ue001"
+POSTGRES, MEILISEARCH = "postgres", "meilisearch"  # the backends' names
 _MARKS = re.compile(f"[{MARK_START}{MARK_END}]")
 _WORD = re.compile(r"[^\W_]")
 

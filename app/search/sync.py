@@ -32,8 +32,7 @@ from app.outbox import repository as outbox
 from app.outbox.rounds import drain
 from app.search import documents as projection
 from app.search import terms
-from app.search.postgres import PostgresSearch
-from app.search.query import SearchUnavailable
+from app.search.query import POSTGRES, SearchUnavailable
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -110,7 +109,7 @@ async def status(engine: AsyncEngine, index: MeiliSearch | None) -> SyncStatus:
     async with engine.connect() as connection:
         row = await outbox.backlog(connection, SEARCH_TOPIC)
     lag = max(0.0, (datetime.now(UTC) - row.oldest).total_seconds()) if row.oldest else 0.0
-    backend = index.name if index is not None else PostgresSearch.name
+    backend = index.name if index is not None else POSTGRES
     return SyncStatus(backend, int(row.events), round(lag, 3), int(row.attempts or 0))
 
 
