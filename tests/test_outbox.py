@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 
 from redis.asyncio import Redis
 from sqlalchemy import select
@@ -12,6 +11,7 @@ from sqlalchemy import select
 from app.outbox.models import OutboxEvent
 from app.outbox.relay import relay
 from app.realtime.broadcast import CHANNEL_PREFIX
+from app.runtime.processes import free_port
 from app.services import Services
 from app.stories.velocity import BREAKING_TOPIC
 from tests.newsroom import add_breaking_event
@@ -35,10 +35,7 @@ async def test_events_are_published_in_order_once(services: Services) -> None:
 
 
 async def test_events_wait_in_the_outbox_while_redis_is_down(services: Services) -> None:
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    down = Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
+    down = Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1)  # a port nothing listens on
     await add_breaking_event(services, 9)
     assert await relay(services.engine, down, [BREAKING_TOPIC]) == 0
     async with services.db() as session:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
@@ -36,8 +37,9 @@ def upgrade_sync(database_url: str, revision: str = "head") -> None:
 
 
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
-    """From async code (tests, the supervisor): run on a connection of the caller's engine. A database the released
-    0010 migrated is first given what the current 0010 makes, in the same transaction (app/db/repair.py)."""
+    """From async code (tests, the bench; `upgrade_sync` too): run on a connection of the caller's engine. A
+    database the released 0010 migrated is first given what the current 0010 makes, in the same transaction
+    (app/db/repair.py)."""
 
     def repair_then_upgrade(config: Config) -> None:
         repair_released_0010(config.attributes["connection"], ScriptDirectory.from_config(config))
@@ -50,11 +52,11 @@ async def downgrade(engine: AsyncEngine, revision: str = "base") -> None:
     await _on_connection(engine, lambda config: command.downgrade(config, revision))
 
 
-async def _on_connection(engine: AsyncEngine, action: object) -> None:
+async def _on_connection(engine: AsyncEngine, action: Callable[[Config], None]) -> None:
     def run(connection: Connection) -> None:
         config = alembic_config()
         config.attributes["connection"] = connection
-        action(config)  # type: ignore[operator]
+        action(config)
 
     async with engine.begin() as connection:
         await connection.run_sync(run)
