@@ -687,7 +687,8 @@ async def search_rounds(search: Search, sessions: Any, plan: list[Spec], max_id:
                                result.approximate))  # fmt: skip
             if len(result.hits) <= PAGE:
                 break  # no next page to ask for
-            query = replace(query, corrected=result.corrected)  # what the API's cursor carries
+            if result.corrected:  # the words the API's cursor carries to the next page
+                query = replace(query, text=result.corrected)
         started = time.perf_counter()
         async with sessions() as session:
             await session.get(Article, rng.randint(1, max_id))

@@ -65,13 +65,20 @@ async def test_filters_grouping_sorting_and_pages(gql: GraphQLClient, services: 
             break
         after = page["pageInfo"]["endCursor"]
     assert len(seen) == len(set(seen)) == 5
+
+
+async def test_cursors_of_other_searches_and_forged_ones_get_typed_errors(gql: GraphQLClient, services: Services,
+                                                                          settings: Settings) -> None:  # fmt: skip
+    await search_newsroom(services, settings)
+    after = (await gql.run("Search", query="flood", first=2))["search"]["pageInfo"]["endCursor"]
     other = await gql.post(document("Search"), {"query": "rates", "after": after})
     assert other["errors"][0]["extensions"]["code"] == "BAD_CURSOR"  # a cursor of another search
     fingerprint, _, _ = decode_cursor(CURSOR, after, 3)
-    for corrected, code in ((42, "BAD_CURSOR"), ("x" * 201, "BAD_USER_INPUT"), ("---", "BAD_USER_INPUT")):
-        forged = encode_cursor(CURSOR, [fingerprint, 2, corrected])  # the words a corrected search's pages carry
+    for offset, corrected, code in ((2, 42, "BAD_CURSOR"), (-1, None, "BAD_CURSOR"), (2, "x" * 201, "BAD_USER_INPUT"),
+                                    (2, "---", "BAD_USER_INPUT")):  # fmt: skip
+        forged = encode_cursor(CURSOR, [fingerprint, offset, corrected])  # the words a corrected search's pages carry
         answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
-        assert answer["errors"][0]["extensions"]["code"] == code
+        assert answer["errors"][0]["extensions"]["code"] == code, (offset, corrected)
 
 
 async def test_bad_queries_get_typed_errors(gql: GraphQLClient, services: Services, settings: Settings) -> None:

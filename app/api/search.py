@@ -72,8 +72,9 @@ class SearchConnection:
         'query with a typo): say so, e.g. "Showing results for ukraine".'
     )
     corrected_query: str | None = strawberry.field(
-        description="The query as searched when it was corrected (PostgreSQL search; Meilisearch tolerates typos "
-        "by itself and leaves this null)."
+        description="The query as searched when it was corrected, on every page of the search (PostgreSQL "
+        "corrects; Meilisearch tolerates typos by itself, and a search it answers from its first page leaves this "
+        "null)."
     )
 
 
@@ -111,14 +112,15 @@ async def search(
         valid = isinstance(offset, int) and offset >= 0 and (corrected is None or isinstance(corrected, str))
         if cursor_print != fingerprint or not valid:
             raise bad_cursor("the cursor belongs to another search")
+    searched = dataclasses.replace(wanted, text=corrected) if corrected else wanted  # the first page's words
     try:
-        found = await info.context.services.search.search(dataclasses.replace(wanted, corrected=corrected),
-                                                          now=now, limit=size + 1, offset=offset)  # fmt: skip
+        found = await info.context.services.search.search(searched, now=now, limit=size + 1, offset=offset)
     except SearchRejected as error:
         raise bad_argument(f"query: {error}") from None
+    corrected = found.corrected or corrected
     hits = found.hits[:size]
     rows = await info.context.loaders.article_by_id.load_many([h.article_id for h in hits])
-    edges = [SearchEdge(cursor=encode_cursor(CURSOR, [fingerprint, offset + n + 1, found.corrected]),
+    edges = [SearchEdge(cursor=encode_cursor(CURSOR, [fingerprint, offset + n + 1, corrected]),
                         node=_node(hit, row))
              for n, (hit, row) in enumerate(zip(hits, rows, strict=True)) if row is not None]  # fmt: skip
     return SearchConnection(
@@ -126,8 +128,8 @@ async def search(
         page_info=relay.PageInfo(has_next_page=len(found.hits) > size, has_previous_page=offset > 0,
                                  start_cursor=edges[0].cursor if edges else None,
                                  end_cursor=edges[-1].cursor if edges else after),
-        approximate=found.approximate,
-        corrected_query=found.corrected,
+        approximate=corrected is not None,
+        corrected_query=corrected,
     )  # fmt: skip
 
 

@@ -57,7 +57,7 @@ class MeiliSearch:
         self._configured = False
 
     async def search(self, query: SearchQuery, *, now: datetime, limit: int, offset: int) -> SearchResult:
-        words = checked(query.corrected or query.text)  # (corrected: a later page of a PostgreSQL search)
+        words = checked(query.text)
         options: dict[str, Any] = {
             "limit": limit, "offset": offset, "showRankingScore": True,
             "attributesToHighlight": ["title", "summary"], "attributesToCrop": ["summary"],
@@ -80,7 +80,6 @@ class MeiliSearch:
                        highlighted(hit.get("_formatted", hit).get("summary", "")),
                        matches.get(hit.get("story"), 1)) for hit in hits],
             backend=self.name,
-            corrected=query.corrected,
         )  # fmt: skip
 
     async def _matches_in_stories(self, query: SearchQuery, words: str, filters: list[Any],

@@ -171,9 +171,6 @@ class PostgresSearch:
         correctable = _correctable(words)
         async with self._sessions() as db:
             await db.execute(_PLANNING)  # for the whole transaction
-            if query.corrected is not None:  # a later page: the first page's correction, whatever the words are now
-                hits = await self._ranked(db, query, checked(query.corrected), now=now, limit=limit, offset=offset)
-                return SearchResult(hits, backend=self.name, corrected=query.corrected)
             hits = await self._ranked(db, query, words, now=now, limit=limit, offset=offset)
             if hits or offset or not correctable:
                 return SearchResult(hits, backend=self.name)

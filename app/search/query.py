@@ -40,7 +40,6 @@ class SearchQuery:
     until: datetime | None = None
     by_story: bool = False
     newest_first: bool = False
-    corrected: str | None = None  # a later page of a search that was corrected: these words, as its first page had
 
 
 @dataclass(frozen=True, slots=True)
