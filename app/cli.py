@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = get_settings()
     args = _parser(settings).parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # seven lines per migration, all alike
     sys.exit(_run(args, settings) or 0)
 
 

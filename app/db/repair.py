@@ -40,10 +40,10 @@ CONFIGS = text("SELECT cfgname FROM pg_ts_config WHERE cfgnamespace = CAST(curre
 def repair_released_0010(connection: Connection, scripts: ScriptDirectory) -> bool:
     """In the caller's transaction: a database at 0010 without `search_terms` (what the released 0010 left) is given
     what the current 0010 makes, keeping its articles and outbox; any other database is left as it is (False)."""
-    context = MigrationContext.configure(connection)
-    if context.get_current_revision() != REVISION or connection.scalar(text("SELECT to_regclass('search_terms')")):
+    if _revision(connection) != REVISION or connection.scalar(text("SELECT to_regclass('search_terms')")):
         return False
     _drop_released(connection)
+    context = MigrationContext.configure(connection)
     migration = scripts.get_revision(REVISION)
     assert migration is not None
     with Operations.context(context):
@@ -53,6 +53,15 @@ def repair_released_0010(connection: Connection, scripts: ScriptDirectory) -> bo
     log.warning("database migrated by %s as first released (no search_terms table): brought to the current %s",
                 REVISION, REVISION)  # fmt: skip
     return True
+
+
+def _revision(connection: Connection) -> str | None:
+    """The revision the database is stamped with, read without an Alembic context (whose configuration logs what it
+    assumes: the migration about to run would log it again)."""
+    if not connection.scalar(text("SELECT to_regclass('alembic_version')")):
+        return None
+    revision: str | None = connection.scalar(text("SELECT version_num FROM alembic_version"))
+    return revision
 
 
 def _drop_released(connection: Connection) -> None:
