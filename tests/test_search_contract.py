@@ -87,8 +87,8 @@ async def test_words_phrases_exclusions_and_or(backend: Backend) -> None:
     assert sorted(await backend.titles('"flood waters"')) == sorted(t for t in flood if t.startswith("Flood waters"))
     assert await backend.titles('"rates flood"') == []  # both words, but apart
     assert await backend.titles('"flood insurance"') == ["Rates of flood insurance climb"]
-    assert all("insurance" not in t for t in await backend.titles("flood -insurance"))
-    assert len(await backend.titles("flood -insurance")) == 4
+    assert sorted(await backend.titles("flood -insurance")) == sorted(t for t in flood if "insurance" not in t)
+    assert len([t for t in flood if "insurance" not in t]) == 4
     assert len(await backend.titles("valencia or insurance")) == 5
     assert await backend.titles("volcano") == []
 

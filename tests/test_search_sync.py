@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, text, update
+from sqlalchemy import delete, func, text, update
 
 from app.articles.models import Article
 from app.health import check_health
@@ -73,10 +73,13 @@ async def test_on_postgresql_the_sync_stamps_events_and_health_shows_no_lag(gql:
                                                                             settings: Settings) -> None:  # fmt: skip
     outlet = await add_source(services, settings, "wire")
     await add_story(services, StorySpec("Port strike enters second week", [outlet]))
+    async with services.db.begin() as session:  # written 30 s ago: the lag is the oldest waiting event's age
+        await session.execute(update(OutboxEvent).where(OutboxEvent.topic == SEARCH_TOPIC)
+                              .values(created_at=func.now() - timedelta(seconds=30)))  # fmt: skip
     before = (await gql.run("Health"))["health"]["search"]
     assert before["backend"] == "postgres"
     assert before["pendingEvents"] >= 1
-    assert before["lagSeconds"] >= 0
+    assert 30 <= before["lagSeconds"] < 40
     assert await sync_pending(services.engine, None, settings) >= 1
     assert all(row.delivered_at is not None for row in await events(services))
     after = (await gql.run("Health"))["health"]["search"]
