@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+from app.search.recent import keep_recent_index
 from app.search.sync import sync_pending
 from app.services import Services
 
@@ -13,3 +15,10 @@ async def sync_search_job(ctx: dict[str, Any]) -> int:
     on PostgreSQL alone the events are only stamped, the database keeping the search vector itself)."""
     services: Services = ctx["services"]
     return await sync_pending(services.engine, services.search.meili, services.settings)
+
+
+async def recent_index_job(ctx: dict[str, Any]) -> str | None:
+    """Hourly and at the worker's start: the text-search index over the last days' articles is today's
+    (app/search/recent.py); the name built, if one was."""
+    services: Services = ctx["services"]
+    return await keep_recent_index(services.engine, datetime.now(UTC))

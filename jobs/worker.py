@@ -1,7 +1,7 @@
 """The arq worker: crawling (the crawl tick, source refreshes, WebSub pushes and subscriptions), understanding and
-clustering new articles into stories, relaying the outbox to Redis, keeping the search index in sync, and pruning old
-rows. The jobs live in jobs/crawl.py, jobs/websub.py, jobs/stories.py, jobs/outbox.py and jobs/search.py; this module
-starts and registers them."""
+clustering new articles into stories, relaying the outbox to Redis, keeping the search index in sync (and building the
+day's text-search index over the last days' articles), and pruning old rows. The jobs live in jobs/crawl.py,
+jobs/websub.py, jobs/stories.py, jobs/outbox.py and jobs/search.py; this module starts and registers them."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from app.settings import Settings, get_settings
 from app.stories.store import ClusteringCache
 from jobs.crawl import crawl_tick, ingest_push_job, prune_fetch_log, refresh_source_job
 from jobs.outbox import prune_outbox, relay_outbox_job
-from jobs.search import sync_search_job
+from jobs.search import recent_index_job, sync_search_job
 from jobs.stories import merge_stories_job, understand_articles_job
 from jobs.websub import websub_renew, websub_subscribe_job
 
@@ -36,6 +36,9 @@ async def startup(ctx: dict[str, Any]) -> None:
 async def shutdown(ctx: dict[str, Any]) -> None:
     await ctx["http"].aclose()
     await ctx["services"].close()
+
+
+RECENT_INDEX_TIMEOUT_S = 3600  # building the recent search index reads the last days' articles (15 s at 240,000)
 
 
 def tick_seconds(every: int) -> set[int]:
@@ -64,6 +67,9 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             cron(merge_stories_job, minute=set(range(0, 60, 2)), second=30, keep_result=0),
             cron(relay_outbox_job, second=tick_seconds(5), keep_result=0),
             cron(sync_search_job, second=tick_seconds(5), keep_result=0),
+            cron(
+                recent_index_job, minute=7, second=0, run_at_startup=True, keep_result=0, timeout=RECENT_INDEX_TIMEOUT_S
+            ),
         ],
         "on_startup": startup,
         "on_shutdown": shutdown,
