@@ -13,8 +13,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.search.service import HEALTH_TIMEOUT_S, Search, SearchHealth
 
-CHECK_TIMEOUT_S = HEALTH_TIMEOUT_S  # each check, search's parts included
-
 
 @dataclass(frozen=True, slots=True)
 class Check:
@@ -37,7 +35,7 @@ class HealthReport:
 async def _timed(probe: object) -> Check:
     started = time.perf_counter()
     try:
-        await asyncio.wait_for(probe, CHECK_TIMEOUT_S)  # type: ignore[arg-type]
+        await asyncio.wait_for(probe, HEALTH_TIMEOUT_S)  # type: ignore[arg-type]
     except Exception as error:
         return Check(False, (time.perf_counter() - started) * 1000, f"{type(error).__name__}: {error}")
     return Check(True, round((time.perf_counter() - started) * 1000, 2))
@@ -49,8 +47,8 @@ async def _database(engine: AsyncEngine) -> None:
 
 
 async def check_health(engine: AsyncEngine, redis: Redis, search: Search) -> HealthReport:
-    """The three checks at once, each within CHECK_TIMEOUT_S."""
+    """The three checks at once, each within HEALTH_TIMEOUT_S (search's parts included)."""
     database, cache, searching = await asyncio.gather(
-        _timed(_database(engine)), _timed(redis.ping()), search.health(engine, timeout_seconds=CHECK_TIMEOUT_S)
+        _timed(_database(engine)), _timed(redis.ping()), search.health(engine)
     )
     return HealthReport(database=database, redis=cache, search=searching)

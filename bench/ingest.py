@@ -24,15 +24,14 @@ import sys
 import tarfile
 import tempfile
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import feedparser
-from sqlalchemy import func, select, text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy import func, select
 
+from app.db import scratch
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import upgrade
 from app.ingest.refresh import ingest_body
@@ -73,21 +72,12 @@ async def scratch_database(keep: bool = False) -> AsyncIterator[str]:
                 embedded.start()
                 stack.callback(embedded.stop)
                 admin = embedded.url()
-        admin = to_asyncpg_url(admin)
-        name = f"newsagg_bench_{uuid.uuid4().hex[:8]}"
-        engine = create_async_engine(admin, isolation_level="AUTOCOMMIT")
-        async with engine.connect() as connection:
-            await connection.execute(text(f'CREATE DATABASE "{name}"'))
-        if keep:
-            print(f'keep: the database {name} stays; drop it with DROP DATABASE "{name}" WITH (FORCE)',
-                  file=sys.stderr, flush=True)  # fmt: skip
-        try:
-            yield admin.rsplit("/", 1)[0] + f"/{name}"
-        finally:
-            if not keep:
-                async with engine.connect() as connection:
-                    await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            await engine.dispose()
+        async with scratch.scratch_database(to_asyncpg_url(admin), "newsagg_bench", keep=keep) as url:
+            if keep:
+                name = url.rsplit("/", 1)[1]
+                print(f'keep: the database {name} stays; drop it with DROP DATABASE "{name}" WITH (FORCE)',
+                      file=sys.stderr, flush=True)  # fmt: skip
+            yield url
 
 
 def bare_feedparser_seconds(snapshots: list[tuple[str, str, bytes]]) -> float:

@@ -866,14 +866,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             loaded = await load(url, corpus, args.seed)
             say(f"loaded in {loaded['load_seconds']} s, indexes in {loaded['index_build_seconds']} s, vacuum analyze "
                 f"{loaded['vacuum_analyze_seconds']} s")  # fmt: skip
-            engine = create_async_engine(url)
+            settings = Settings(_env_file=None, database_url=url, meili_url=None)  # type: ignore[call-arg]
+            engine = create_engine(settings)  # the API's engine and session factory
             started = time.perf_counter()
             await keep_recent_index(engine, datetime.now(UTC))  # as the worker does when it starts
             loaded["recent_index_seconds"] = round(time.perf_counter() - started, 1)
-            await engine.dispose()
             say(f"the last days' text-search index in {loaded['recent_index_seconds']} s")
-            settings = Settings(_env_file=None, database_url=url, meili_url=None)  # type: ignore[call-arg]
-            engine = create_engine(settings)  # the API's engine and session factory
             sessions = session_factory(engine)
             search = Search(settings, sessions, redis)
             async with engine.connect() as connection:

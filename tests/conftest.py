@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.asgi import create_app
 from app.db.migrate import upgrade
+from app.db.scratch import scratch_database
 from app.models import Base
 from app.queue_names import CRAWL_TICK
 from app.realtime.broadcast import CHANNEL_PREFIX
@@ -65,35 +66,20 @@ def server_urls() -> Iterator[tuple[str, str]]:
 @pytest.fixture(scope="session")
 async def database_url(server_urls: tuple[str, str]) -> AsyncIterator[str]:
     """A database of this run's own, migrated to head, dropped at the end."""
-    admin_url, _ = server_urls
-    name = f"newsagg_test_{uuid.uuid4().hex[:12]}"
-    admin = create_async_engine(admin_url, isolation_level="AUTOCOMMIT")
-    async with admin.connect() as connection:
-        await connection.execute(text(f'CREATE DATABASE "{name}"'))
-    url = admin_url.rsplit("/", 1)[0] + f"/{name}"
-    engine = create_async_engine(url)
-    await upgrade(engine)
-    await engine.dispose()
-    yield url
-    async with admin.connect() as connection:
-        await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    await admin.dispose()
+    async with scratch_database(server_urls[0], "newsagg_test") as url:
+        engine = create_async_engine(url)
+        await upgrade(engine)
+        await engine.dispose()
+        yield url
 
 
 @pytest.fixture
 async def scratch_engine(server_urls: tuple[str, str]) -> AsyncIterator[AsyncEngine]:
     """An empty database of the test's own (for migration tests), dropped after it."""
-    admin_url = server_urls[0]
-    name = f"newsagg_scratch_{uuid.uuid4().hex[:10]}"
-    admin = create_async_engine(admin_url, isolation_level="AUTOCOMMIT")
-    async with admin.connect() as connection:
-        await connection.execute(text(f'CREATE DATABASE "{name}"'))
-    engine = create_async_engine(admin_url.rsplit("/", 1)[0] + f"/{name}")
-    yield engine
-    await engine.dispose()
-    async with admin.connect() as connection:
-        await connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-    await admin.dispose()
+    async with scratch_database(server_urls[0], "newsagg_scratch") as url:
+        engine = create_async_engine(url)
+        yield engine
+        await engine.dispose()
 
 
 @pytest.fixture(scope="session")

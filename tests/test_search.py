@@ -13,10 +13,11 @@ from app.api.relay import decode_cursor, encode_cursor
 from app.api.search import CURSOR
 from app.articles.models import Article
 from app.search import terms
-from app.search.postgres import WALK_ROWS, LastDay, PostgresSearch
+from app.search.postgres import PostgresSearch
 from app.search.query import SearchQuery
 from app.search.service import Search
 from app.search.sync import sync_pending
+from app.search.windows import WALK_ROWS, LastDay, Windows
 from app.services import Services
 from app.settings import Settings
 from app.topics.keywords import TOPICS
@@ -201,11 +202,11 @@ async def test_postgresql_weighs_the_first_day_against_the_older_articles(servic
     async with services.engine.connect() as connection:
         await connection.execution_options(isolation_level="AUTOCOMMIT")
         await connection.execute(text("ANALYZE articles"))
-    search = PostgresSearch(services.db, candidates=1000)
+    windows = Windows(candidates=1000)
     async with services.db() as session:
-        assert await search.last_day(session, datetime.now(UTC)) == LastDay(2, 3.0)  # 6 older, 2 in the last day
+        assert await windows.last_day(session, datetime.now(UTC)) == LastDay(2, 3.0)  # 6 older, 2 in the last day
         await session.execute(text("TRUNCATE articles CASCADE"))
-        assert await search.last_day(session, datetime.now(UTC)) == LastDay(2, 3.0)  # not counted again so soon
+        assert await windows.last_day(session, datetime.now(UTC)) == LastDay(2, 3.0)  # not counted again so soon
 
 
 async def test_every_topic_filters_on_postgresql(services: Services, settings: Settings) -> None:

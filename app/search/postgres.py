@@ -11,10 +11,11 @@ dates: the index cannot check word positions anyway (every phrase is tested on t
 posting list for an excluded word. Hits are highlighted by `ts_headline`, and optionally one per story (its best
 article, with how many of the story's articles matched).
 
-Ranking: of the matches, the newest `candidates` (1,000 by default) are ranked by `ts_rank_cd` blended with
-freshness, and pages walk them. That bounds the work for a word in every tenth headline (PostgreSQL would otherwise
-rank tens of thousands of rows to show 20): news is searched for what is recent, and an older article of such a
-word is reached by narrowing the search (`from`/`to`, topics, sources) rather than by paging past a thousand hits.
+Ranking: of the matches, the newest `candidates` (1,000 by default, found as app/search/windows.py reads them) are
+ranked by `ts_rank_cd` blended with freshness, and pages walk them. That bounds the work for a word in every tenth
+headline (PostgreSQL would otherwise rank tens of thousands of rows to show 20): news is searched for what is
+recent, and an older article of such a word is reached by narrowing the search (`from`/`to`, topics, sources)
+rather than by paging past a thousand hits.
 
 A short query (up to 3 words, no operators) that matches nothing has its unknown words corrected from the words of
 titles (app/search/terms.py: "ukriane" → "ukraine") and is searched again; its hits say so (`corrected`).
@@ -22,13 +23,10 @@ titles (app/search/terms.py: "ukriane" → "ukraine") and is searched again; its
 
 from __future__ import annotations
 
-import math
 import re
-import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
@@ -47,6 +45,7 @@ from app.search.query import (
     checked,
     highlighted,
 )
+from app.search.windows import SPARSE_ROWS, WALK_ROWS, Windows
 
 RANK_WEIGHT, FRESHNESS_WEIGHT = 0.7, 0.3  # the score: text rank blended with freshness
 FRESHNESS_HALF_LIFE_HOURS = 48.0
@@ -64,8 +63,8 @@ _FRESHNESS = f"""exp(-least(greatest(CAST(extract(epoch FROM (:now - m.published
 # the `q` CTE, and planned with its values: the planner then knows how common the words are and walks the date index
 # backwards for a common one (stopping at `candidates`) or reads the few matches of a rare one. A generic plan
 # (asyncpg's prepared statements get one after five runs) would guess 0.5% of rows for every query (the later
-# windows want that guess: `_tiers`). work_mem keeps a common word's bitmap exact (not lossy). No parallel workers: a
-# window whose one-time filter is false still started two (about 50 ms) before skipping its scan.
+# windows want that guess: app/search/windows.py). work_mem keeps a common word's bitmap exact (not lossy). No
+# parallel workers: a window whose one-time filter is false still started two (about 50 ms) before skipping its scan.
 # random_page_cost 1.1 (not 4) prices heap pages as what they are for a hot table (cached, or on SSD): at 4, a rare
 # word's few thousand matches were intersected with a month of the date index (450,000 entries, 25 ms) to save heap
 # reads that cost 3 ms. No JIT: compiling costs more than any of these statements runs.
@@ -78,49 +77,9 @@ _PLANNING = text(
 _FORMS = """SELECT CAST(websearch_to_tsquery(config, newsagg_search_text(:query)) AS text) AS form
               FROM unnest({configs}) WITH ORDINALITY AS c(config, n) ORDER BY n"""
 
-TIERS_DAYS = (1, 7, 30)  # matches are taken newest first, a window at a time: older windows only while needed
-SPARSE_ROWS = 5000  # a query expected to match at most this many articles older than its first day reads them at once
-RATIO_SECONDS = 600.0  # how long the count of a day's articles against the rest is trusted
-WALK_ROWS = 24000  # the most articles walked newest first for the few matches the first day leaves missing
-WALK_SHARE = 0.5  # a walk is tried when the first day's density predicts them within this share of WALK_ROWS
-# (an article walked costs about 1 µs; a week's window, 15 to 30 ms)
-_TIER_NAMES = [f"tier{n}" for n in range(len(TIERS_DAYS) + 1)] + ["older"]
-_COUNTS = [f"(SELECT count(*) FROM {name})" for name in _TIER_NAMES]
-_WALKED = f"(SELECT count(*) FROM walk) >= :candidates - {_COUNTS[0]}"  # the walk found every missing match
-_UNION = " UNION ALL ".join([f"SELECT * FROM {name}" for name in _TIER_NAMES] + [f"SELECT * FROM walk WHERE {_WALKED}"])
-_UNINDEXED = "(a.published_at + interval '0 s')"
-_LAST_DAY = text("""
-    SELECT (SELECT reltuples FROM pg_class WHERE oid = CAST('articles' AS regclass)) AS articles,
-           (SELECT count(*) FROM articles WHERE published_at >= :day) AS recent""")
-
-_TIER = """
-    {name} AS (
-        SELECT a.id, a.cluster_id, a.published_at, a.search_vector
-        FROM articles a
-        WHERE {matching} {filters} {window} AND {still_needed} {exact}
-        ORDER BY {newest} DESC
-        LIMIT :candidates
-    ),"""
-
-_WALK = """
-    walk AS (
-        SELECT a.* FROM (
-            SELECT a.id, a.cluster_id, a.published_at, a.search_vector
-            FROM articles a
-            WHERE a.published_at < :window0 {filters} AND {walking}
-            ORDER BY a.published_at DESC
-            LIMIT :walk_rows
-        ) AS a
-        WHERE ts_match_vq(a.search_vector, {searched}) {exact}
-        LIMIT :candidates - {first}
-    ),"""
-
 _RANKED = """
     WITH q AS (SELECT CAST(:exact AS tsquery) AS query, {configs} AS configs, {searched} AS searched),
-    {tiers}
-    candidates AS (
-        SELECT * FROM ({union}) AS found ORDER BY published_at DESC LIMIT :candidates
-    ),
+    {matches}
     scored AS (
         SELECT m.id, m.cluster_id, m.published_at,
                {rank_weight} * ts_rank_cd(m.search_vector, q.query, 32) + {fresh_weight} * {freshness} AS score
@@ -161,10 +120,7 @@ class PostgresSearch:
     def __init__(self, sessions: Callable[[], AbstractAsyncContextManager[AsyncSession]], *, candidates: int,
                  sparse_rows: int = SPARSE_ROWS, walk_rows: int = WALK_ROWS) -> None:  # fmt: skip
         self._sessions = sessions
-        self._candidates = candidates
-        self._sparse_rows = sparse_rows
-        self._walk_rows = walk_rows
-        self._last_day = (LastDay(0, 0.0), -math.inf)  # and until when it is trusted
+        self._windows = Windows(candidates=candidates, sparse_rows=sparse_rows, walk_rows=walk_rows)
 
     async def search(self, query: SearchQuery, *, now: datetime, limit: int, offset: int) -> SearchResult:
         words = checked(query.text)
@@ -190,94 +146,17 @@ class PostgresSearch:
         exact_test = "AND ts_match_vq(a.search_vector, CAST(:exact AS tsquery))" if loose else ""
         inner = "published_at DESC, id DESC" if query.newest_first else "score DESC, id DESC"
         sql = _RANKED.format(
-            configs=configs, searched=searched, tiers=_tiers(filters, searched, exact_test), union=_UNION,
+            configs=configs, searched=searched, matches=self._windows.sql(filters, searched, exact_test),
             rank_weight=RANK_WEIGHT, fresh_weight=FRESHNESS_WEIGHT, freshness=_FRESHNESS,
             grouping="place = 1" if query.by_story else "true", inner_order=inner,
             outer_order=", ".join(f"page.{part}" for part in inner.split(", ")), highlights=_HEADLINES,
         )  # fmt: skip
-        end = min(now, query.until) if query.until else now  # windows count back from `until`: nothing is newer
-        windows = {f"window{n}": end - timedelta(days=days) for n, days in enumerate(TIERS_DAYS)}
-        day = await self.last_day(db, now)
-        sparse = min(self._candidates, int(self._sparse_rows / max(day.older_per_article, 1e-9)))
+        windows = await self._windows.params(db, now=now, until=query.until)
         rows = await db.execute(text(sql), {**params, **filter_params, **windows, "exact": exact, "loose": loose,
-                                            "now": now, "limit": limit, "offset": offset, "marks": _MARKS,
-                                            "candidates": self._candidates, "sparse": sparse,
-                                            "day_articles": day.articles, "walk_rows": self._walk_rows,
-                                            "walk_predicted": int(self._walk_rows * WALK_SHARE)})  # fmt: skip
+                                            "now": now, "limit": limit, "offset": offset,
+                                            "marks": _MARKS})  # fmt: skip
         return [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
                           highlighted(r.summary_highlight), int(r.matches)) for r in rows]  # fmt: skip
-
-    async def last_day(self, db: AsyncSession, now: datetime) -> LastDay:
-        """The last day's articles, and how many are older for each (counted at most every RATIO_SECONDS)."""
-        day, until = self._last_day
-        if time.monotonic() < until:
-            return day
-        row = (await db.execute(_LAST_DAY, {"day": now - timedelta(days=TIERS_DAYS[0])})).one()
-        recent = int(row.recent)
-        articles = max(float(row.articles), recent)  # (reltuples is -1 before the first ANALYZE)
-        day = LastDay(recent, (articles - recent) / max(recent, 1))
-        self._last_day = (day, time.monotonic() + RATIO_SECONDS)
-        return day
-
-
-@dataclass(frozen=True, slots=True)
-class LastDay:
-    """A query's matches in its first day, divided by `articles`, is their density, which predicts how far a walk
-    goes for the missing ones; times `older_per_article`, how many older matches it has."""
-
-    articles: int
-    older_per_article: float
-
-
-def _tiers(filters: str, searched: str, exact: str) -> str:
-    """The matches newest first, up to `candidates`: the first day's, then either older windows one at a time or
-    everything older at once, as the first day's count predicts (one-time filters on the counts).
-
-    - Windows (7 days, 30, all): each is searched only while the newer ones found fewer than `candidates`, so a
-      common word reads a day or a week of matches, not all of them. The date index narrows a window only with the
-      text index (a bitmap of each, intersected), which the planner does when it expects many matches: the windows
-      read the query from `q`, a value the planner does not see, so it expects 0.5% of articles to match. They are
-      searched only for a query with many matches in its first day, for which that is nearer the truth than its
-      estimate for words that go together (the product of their frequencies: "TV Patrol", 700 expected, 19,000
-      found, each read to test its date: 130 ms for a week's window, 30 ms intersected).
-    - Everything older at once (`older`), when the first day's matches times the articles older than a day for each
-      of the day's (`:sparse` is SPARSE_ROWS divided by that) predicts few older matches: their rows are read once.
-      Windows would read each of them once per window whenever the planner reads the text index alone.
-    - A walk (`walk`), when the first day found most of `candidates` and its density (matches per article of the
-      last day) predicts the missing ones within WALK_SHARE of WALK_ROWS articles: the date index is walked back from
-      the first day, each article tested, until they are found or WALK_ROWS articles were read. A week's window finds
-      all of a week's matches to keep the newest few: "stop or patients" has 959 matches in its first day, and the
-      week read 3,686 more in 24 ms to keep 41; the walk reads 1,541 articles in 2 ms. A walk that falls short (the
-      words were rarer before that day) gives way to the windows, its rows unused: at most WALK_ROWS articles (about
-      25 ms) spent for nothing.
-
-    Only the first window may be read in date order (the date index walked backwards, each row tested against the
-    query until `candidates` match): a later window is reached only by a word with fewer than `candidates` matches
-    in a day, whose matches the text-search index finds faster. The walk is what the planner picks for a word its
-    statistics call common, and they can be wrong: "contra" is common in Spanish, and with `languages: [en]` the
-    planner multiplies the two frequencies, expects thousands of matches and walked a whole month's window (450,000
-    articles, 270 ms) to find 26. `published_at + 0` is a value the index does not hold, so a later window is
-    sorted after its matches are found; the first window's walk is bounded by a day of articles."""
-    seen, unseen = f"a.search_vector @@ {searched}", "a.search_vector @@ (SELECT q.searched FROM q)"
-    first = _COUNTS[0]
-    tiers = [(seen, "a.published_at >= :window0", "true", "a.published_at")]
-    for n in range(1, len(TIERS_DAYS) + 1):
-        window = " AND ".join(([f"a.published_at >= :window{n}"] if n < len(TIERS_DAYS) else [])
-                              + [f"a.published_at < :window{n - 1}"])  # fmt: skip
-        needed = f"{first} >= :sparse AND {' + '.join(_COUNTS[:n])} < :candidates AND NOT {_WALKED}"
-        tiers.append((unseen, window, needed, _UNINDEXED))
-    # the date hidden from its index here too: with it, the planner could intersect the matches with every older
-    # article (most of the date index) to read fewer rows
-    tiers.append((seen, f"{_UNINDEXED} < :window0", f"{first} < :sparse", _UNINDEXED))
-    sql = [_TIER.format(name=name, matching=matching, exact=exact, filters=filters, window=f"AND {window}",
-                        still_needed=needed, newest=newest)
-           for name, (matching, window, needed, newest) in zip(_TIER_NAMES, tiers, strict=True)]  # fmt: skip
-    walking = (
-        f"{first} >= :sparse AND {first} > 0 AND {first} < :candidates"
-        f" AND (:candidates - {first}) * :day_articles <= :walk_predicted * {first}"
-    )
-    sql.insert(1, _WALK.format(filters=filters, walking=walking, searched=searched, exact=exact, first=first))
-    return "".join(sql)
 
 
 def _correctable(words: str) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
@@ -31,8 +32,7 @@ LOCK_KEY = 0x6E65_7773_7265  # pg_advisory_lock key: one worker at a time builds
 _OURS = text(f"""
     SELECT c.relname AS name, i.indisvalid AS valid
     FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-    WHERE i.indrelid = CAST('articles' AS regclass) AND c.relname LIKE '{PREFIX}%'
-    ORDER BY c.relname""")
+    WHERE i.indrelid = CAST('articles' AS regclass) AND c.relname LIKE '{PREFIX}%'""")
 
 
 def cutoff(now: datetime) -> datetime:
@@ -48,7 +48,8 @@ def index_name(since: datetime) -> str:
 async def keep_recent_index(engine: AsyncEngine, now: datetime) -> str | None:
     """Builds today's recent index if it is missing and drops the others (older ones, and any a build that was cut
     off left invalid); the name built, or None (it existed, or another worker holds the lock)."""
-    wanted = index_name(cutoff(now))
+    since = cutoff(now)
+    wanted = index_name(since)
     async with engine.connect() as connection:
         await connection.execution_options(isolation_level="AUTOCOMMIT")  # CONCURRENTLY runs outside transactions
         if not await connection.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": LOCK_KEY}):
@@ -60,12 +61,11 @@ async def keep_recent_index(engine: AsyncEngine, now: datetime) -> str | None:
                     await _drop(connection, name)
             built = None
             if not present.get(wanted):
-                since = cutoff(now)
-                started = datetime.now(UTC)
+                started = time.monotonic()
                 await connection.execute(text(
                     f"CREATE INDEX CONCURRENTLY {wanted} ON articles USING gin (search_vector) "
                     f"WHERE published_at >= '{since.isoformat()}'"))  # fmt: skip
-                log.info("built %s in %.1f s", wanted, (datetime.now(UTC) - started).total_seconds())
+                log.info("built %s in %.1f s", wanted, time.monotonic() - started)
                 built = wanted
             for name, valid in present.items():
                 if valid and name != wanted:

@@ -97,13 +97,13 @@ class Search:
         except (RedisError, OSError):
             return None
 
-    async def health(self, engine: AsyncEngine, *, timeout_seconds: float = HEALTH_TIMEOUT_S) -> SearchHealth:
+    async def health(self, engine: AsyncEngine) -> SearchHealth:
         """Meilisearch's health check, the sync's backlog and the fallback count, asked at once and each within
-        `timeout_seconds` (then unreachable, or unknown): a slow Meilisearch does not hide the backlog, which
+        HEALTH_TIMEOUT_S (then unreachable, or unknown): a slow Meilisearch does not hide the backlog, which
         matters most then, and a slow database does not make Meilisearch look down."""
         reachable, synced, fallbacks = await asyncio.gather(
-            _within(self._reachable(), timeout_seconds, False), _within(self._backlog(engine), timeout_seconds, None),
-            _within(self.fallbacks_counted(), timeout_seconds, None),
+            _within(self._reachable(), False), _within(self._backlog(engine), None),
+            _within(self.fallbacks_counted(), None),
         )  # fmt: skip
         return SearchHealth(self.backend, reachable, synced.pending_events if synced else None,
                             synced.lag_seconds if synced else None, fallbacks)  # fmt: skip
@@ -118,9 +118,9 @@ class Search:
             return None
 
 
-async def _within(probe: Awaitable[T], timeout_seconds: float, unknown: T) -> T:
-    """The probe's answer, or `unknown` when it takes longer than `timeout_seconds`."""
+async def _within(probe: Awaitable[T], unknown: T) -> T:
+    """The probe's answer, or `unknown` when it takes longer than HEALTH_TIMEOUT_S."""
     try:
-        return await asyncio.wait_for(probe, timeout_seconds)
+        return await asyncio.wait_for(probe, HEALTH_TIMEOUT_S)
     except TimeoutError:
         return unknown
