@@ -102,8 +102,11 @@ def settings(database_url: str, server_urls: tuple[str, str], tmp_path_factory: 
 @pytest.fixture(scope="session")
 async def services(settings: Settings) -> AsyncIterator[Services]:
     opened = Services.open(settings)
-    yield opened
-    await opened.close()
+    try:
+        yield opened
+    finally:
+        await opened.redis.flushdb()  # the run's Redis database is left as empty as its PostgreSQL one is dropped
+        await opened.close()
 
 
 TABLES = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
