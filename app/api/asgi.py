@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -49,6 +50,14 @@ class NewsaggGraphQL(GraphQL[Context, None]):
         )
         self._services = services_ref
         self._queue = queue
+
+    def decode_json(self, data: str | bytes) -> object:
+        """JSON nested past the reader's depth, or with an integer of over 4,300 digits, is malformed JSON to the
+        client (HTTP 400, WebSocket close 4400), not a crash."""
+        try:
+            return super().decode_json(data)
+        except (RecursionError, ValueError) as error:
+            raise json.JSONDecodeError("JSON this server does not read", "", 0) from error
 
     def encode_json(self, data: object) -> str | bytes:
         return encode_response(data) or super().encode_json(data)

@@ -13,10 +13,10 @@ from strawberry.extensions import (
     QueryDepthLimiter,
     ValidationCache,
 )
-from strawberry.relay.types import GlobalIDValueError
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
+from app.api.internal_errors import InternalErrors
 from app.api.mutations import preferences
 from app.api.mutations.accounts import (
     ApiKeyPayload,
@@ -37,6 +37,7 @@ from app.api.queries import Query
 from app.api.response_cache import ResponseCache, lifetimes
 from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
+from app.api.text_input import TextInputCheck
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import BreakingEvent
 from app.api.types.source import SourceNode
@@ -93,16 +94,11 @@ class Mutation:
 
 
 class NewsaggSchema(strawberry.Schema):
-    """Logs only unexpected errors: a client's bad cursor or malformed id is its answer, not our incident."""
+    """Unexpected errors are logged where they are answered, with the request id (app/api/internal_errors.py); a
+    client's bad cursor or malformed id is its answer, not our incident."""
 
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
-        unexpected = [e for e in errors if e.original_error is not None and not _is_client_error(e.original_error)]
-        if unexpected:
-            super().process_errors(unexpected, execution_context)
-
-
-def _is_client_error(error: Exception) -> bool:
-    return isinstance(error, GraphQLError | GlobalIDValueError)
+        pass
 
 
 def build_schema(settings: Settings) -> strawberry.Schema:
@@ -126,8 +122,10 @@ def _extensions(settings: Settings) -> list[Any]:
     ]
     ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
+        InternalErrors,  # first: it sees what every other extension raises, and answers last
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
+        TextInputCheck,
         lambda: ResponseCache(ttl_by_field=ttl_by_field),
     ]
     size = settings.graphql_cache_size

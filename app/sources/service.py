@@ -16,6 +16,8 @@ from app.sources import repository
 from app.sources.models import Source, SourceStatus
 from app.throttle import once_per
 
+CATEGORY_MAX = 100  # characters, as stored (a BCP 47 language tag has at most 16 here)
+
 
 class SourceErrorCode(enum.StrEnum):
     NOT_FOUND = "not_found"
@@ -70,6 +72,9 @@ async def create_source(
     min_s, max_s = _interval_bounds(settings, request)
     if not 0.0 <= request.authority <= 1.0:
         raise SourceRejected(SourceErrorCode.INVALID, "authority must be between 0 and 1", "authority")
+    for value, field, most in ((request.category, "category", CATEGORY_MAX), (request.language, "language", 16)):
+        if value is not None and len(value) > most:
+            raise SourceRejected(SourceErrorCode.INVALID, f"{field} has at most {most} characters", field)
     new = repository.NewSource(
         feed_url=feed_url,
         name=(request.name or feed_url)[:300],
@@ -96,12 +101,20 @@ def _checked_url(raw: str) -> str:
         raise SourceRejected(SourceErrorCode.INVALID_URL, str(error), "feedUrl") from error
 
 
+INTERVAL_MINUTES_MAX = 366 * 24 * 60  # a source checked less than once a year is not being followed
+
+
 def _interval_bounds(settings: Settings, request: SourceRequest) -> tuple[int, int]:
+    """In whole seconds, as stored: at least one, at most a year (NaN and infinities fail every comparison)."""
     low = request.min_interval_minutes or settings.crawl_min_interval_minutes
     high = request.max_interval_minutes or settings.crawl_max_interval_minutes
-    if low <= 0 or high < low:
+    for value, field in ((low, "minIntervalMinutes"), (high, "maxIntervalMinutes")):
+        if not 1 / 60 <= value <= INTERVAL_MINUTES_MAX:
+            raise SourceRejected(SourceErrorCode.INVALID, f"{field} must be between 1/60 (one second) and "
+                                 f"{INTERVAL_MINUTES_MAX} (a year)", field)  # fmt: skip
+    if high < low:
         raise SourceRejected(
-            SourceErrorCode.INVALID, "need 0 < minIntervalMinutes <= maxIntervalMinutes", "minIntervalMinutes"
+            SourceErrorCode.INVALID, "need minIntervalMinutes <= maxIntervalMinutes", "minIntervalMinutes"
         )
     return int(low * 60), int(high * 60)
 
