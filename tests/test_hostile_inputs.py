@@ -24,6 +24,7 @@ from app.api.schema import build_schema
 from app.services import Services
 from app.settings import Settings
 from app.users.models import User
+from app.users.service import authenticate
 from graphql import GraphQLField
 from tests import hostile_values
 from tests.conftest import GraphQLClient, document, next_message, serve_api, subscribe_message, ws_connection
@@ -253,3 +254,9 @@ async def test_a_failing_extension_is_answered_generically_too(caplog: pytest.Lo
     assert error.extensions == {"code": "INTERNAL_SERVER_ERROR", "requestId": ANY}
     assert "redis.internal" in caplog.text
     assert error.extensions["requestId"] in caplog.text
+
+
+async def test_a_credential_with_a_lone_surrogate_matches_no_account(services: Services) -> None:
+    async with services.db.begin() as session:  # a WebSocket's connection_init carries any JSON string
+        assert await authenticate(session, "nas_\ud800") is None
+        assert await authenticate(session, "nak_\udfff\x00") is None
