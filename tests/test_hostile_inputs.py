@@ -15,6 +15,7 @@ import pytest
 import strawberry
 import websockets
 from hypothesis import HealthCheck, given, settings
+from pydantic import ValidationError
 from sqlalchemy import update
 from strawberry.extensions import SchemaExtension
 
@@ -260,3 +261,10 @@ async def test_a_credential_with_a_lone_surrogate_matches_no_account(services: S
     async with services.db.begin() as session:  # a WebSocket's connection_init carries any JSON string
         assert await authenticate(session, "nas_\ud800") is None
         assert await authenticate(session, "nak_\udfff\x00") is None
+
+
+@pytest.mark.parametrize("setting", [{"session_days": float("inf")}, {"page_size_max": -1},
+                                     {"crawl_min_interval_minutes": float("nan")}])  # fmt: skip
+def test_a_setting_out_of_range_stops_the_process_at_its_start(setting: dict[str, float]) -> None:
+    with pytest.raises(ValidationError, match="must be a finite number, 0 or more"):
+        Settings(_env_file=None, **setting)  # type: ignore[call-arg]
