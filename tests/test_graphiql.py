@@ -15,6 +15,7 @@ import pytest
 from playwright.async_api import Page, Route, async_playwright, expect
 
 from app.api import graphiql
+from app.api.asgi import create_app
 from app.api.graphiql import CONTENT_SECURITY_POLICY, GraphiQLPage
 from app.outbox.relay import relay
 from app.services import Services
@@ -55,6 +56,14 @@ async def test_the_page_and_its_files_come_from_the_api(api_url: str) -> None:
             "/graphiql/%2e%2e/documents/Health.graphql",
         ):
             assert (await http.get(outside)).status_code == 404, outside
+
+
+async def test_no_page_and_no_files_when_graphiql_is_off(settings: Settings, services: Services) -> None:
+    app = create_app(settings.model_copy(update={"graphiql": False}), services)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as http:
+        assert (await http.get("/graphql", headers={"accept": "text/html"})).status_code == 404
+        assert (await http.get("/graphiql/page.js")).status_code == 404
+        assert (await http.post("/graphql", json={"query": "{ health { ok } }"})).status_code == 200
 
 
 def test_a_document_cannot_end_the_pages_data_block(tmp_path: Path) -> None:
