@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.http.parse_content_type import parse_content_type
@@ -34,12 +34,13 @@ class GraphQLOverHTTP(GraphQL[Context, None]):
             response = refusal(request, error)
         await response(scope, receive, send)
 
-    async def get_sub_response(self, request: Request | Any) -> Response:
+    async def get_sub_response(self, request: Request | WebSocket) -> Response:
         """The response's media type is chosen first: a client that accepts none of ours is refused before any work
         (a browser asking for GraphiQL excepted)."""
         sub_response = await super().get_sub_response(request)
         media_type = negotiate(request.headers.get("accept"))
-        if media_type is None and not self.should_render_graphql_ide(self.request_adapter_class(request)):
+        ide = isinstance(request, Request) and self.should_render_graphql_ide(self.request_adapter_class(request))
+        if media_type is None and not ide:
             raise HTTPException(406, "Answers are application/graphql-response+json or application/json.")
         sub_response.media_type = media_type or JSON
         return sub_response

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from strawberry.extensions import SchemaExtension
 
-from graphql import ExecutionResult, GraphQLError
+from graphql import ExecutionResult, GraphQLError, GraphQLSyntaxError
 
 PARSE_FAILED = "GRAPHQL_PARSE_FAILED"
 VALIDATION_FAILED = "GRAPHQL_VALIDATION_FAILED"
@@ -15,9 +15,15 @@ BAD_USER_INPUT = "BAD_USER_INPUT"  # variable values the operation's types refus
 
 
 class RequestErrorCodes(SchemaExtension):
-    def on_parse(self) -> Iterator[None]:
-        yield
-        label(self.execution_context.pre_execution_errors, PARSE_FAILED)
+    def on_operation(self) -> Iterator[None]:
+        """Parse errors by their type: the parser cache raises them from its own hook, past every on_parse."""
+        try:
+            yield
+        except GraphQLSyntaxError as error:
+            label([error], PARSE_FAILED)
+            raise
+        errors = self.execution_context.pre_execution_errors or []
+        label([error for error in errors if isinstance(error, GraphQLSyntaxError)], PARSE_FAILED)
 
     def on_validate(self) -> Iterator[None]:
         yield
