@@ -13,11 +13,11 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from app.api.context import Context
 from app.api.graphiql import GraphiQLPage, graphiql_files
+from app.api.http_view import GraphQLOverHTTP
 from app.api.limits import BodySizeLimit
 from app.api.queue import JobQueue
 from app.api.response_cache import encode_response
@@ -35,7 +35,7 @@ from app.settings import Settings
 GC_THRESHOLDS = (100_000, 50, 100)
 
 
-class NewsaggGraphQL(GraphQL[Context, None]):
+class NewsaggGraphQL(GraphQLOverHTTP):
     graphql_transport_ws_handler_class = NewsaggTransportWSHandler  # pings; a typed error past the operation limit
 
     def __init__(self, services_ref: dict[str, Services], queue: JobQueue, settings: Settings) -> None:
