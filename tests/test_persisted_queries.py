@@ -126,3 +126,12 @@ async def test_trusted_documents_only(settings: Settings, services: Services, tm
             await ws.send(json.dumps({"id": "x", "type": "subscribe", "payload": {"query": unknown}}))
             refused = await next_message(ws)
             assert refused["payload"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_ALLOWED"
+
+
+async def test_a_document_past_the_size_cap_runs_but_is_not_kept(settings: Settings, services: Services) -> None:
+    capped = settings.model_copy(update={"persisted_query_max_bytes": 4096})
+    big = "{ __typename" + " " * 1_000_000 + "}"
+    async with serve_api(capped, services) as url, httpx.AsyncClient(base_url=url, timeout=30) as http:
+        assert (await post(http, {"query": big, "extensions": persisted(sha(big))}))["data"] == {"__typename": "Query"}
+        assert codes(await post(http, {"extensions": persisted(sha(big))})) == ["PERSISTED_QUERY_NOT_FOUND"]
+    assert await services.redis.keys(KEY_PREFIX + "*") == []

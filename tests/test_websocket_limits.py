@@ -11,6 +11,7 @@ import pytest
 import websockets
 from prometheus_client import REGISTRY
 
+from app.realtime.budget import OperationBudget, Verdict
 from app.realtime.connections import ConnectionLeases
 from app.services import Services
 from app.settings import Settings
@@ -151,3 +152,20 @@ async def test_open_connections_and_operations_are_gauged(api_url: str, services
         while counted("newsagg_ws_connections") > connections:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
     assert counted("newsagg_ws_operations") == operations
+
+
+def test_a_budget_refills_for_a_client_that_slows_down() -> None:
+    now = [0.0]
+    budget = OperationBudget(rate=2, burst=3, clock=lambda: now[0])
+    assert [budget.take() for _ in range(4)] == [Verdict.ALLOWED] * 3 + [Verdict.REFUSED]
+    now[0] += 1.0  # two tokens back, one of them owed for the refused operation
+    assert [budget.take(), budget.take()] == [Verdict.ALLOWED, Verdict.REFUSED]
+    now[0] += 60.0  # a long pause refills the burst, no more
+    assert [budget.take() for _ in range(5)] == [Verdict.ALLOWED] * 3 + [Verdict.REFUSED, Verdict.FLOOD]
+
+
+@pytest.mark.parametrize("frame", ["[]", "42", '"subscribe"', '{"id": "1", "type": "subscribe", "payload": []}'])
+async def test_a_message_that_is_not_an_object_closes_with_4400(api_url: str, frame: str) -> None:
+    ws = await held(api_url)
+    await ws.send(frame)
+    assert await close_code(ws) == 4400
