@@ -90,7 +90,8 @@ async def test_an_invalid_document_is_not_kept(http: httpx.AsyncClient, services
     assert await services.redis.get(KEY_PREFIX + sha(broken)) is None
 
 
-async def test_a_subscribe_may_name_its_document_by_hash(api_url: str, http: httpx.AsyncClient) -> None:
+async def test_a_subscribe_may_name_its_document_by_hash(api_url: str, http: httpx.AsyncClient,
+                                                         services: Services) -> None:  # fmt: skip
     digest = sha(HEALTH)
     await post(http, {"query": HEALTH, "extensions": persisted(digest)})
     async with ws_connection(api_url) as ws:
@@ -102,6 +103,11 @@ async def test_a_subscribe_may_name_its_document_by_hash(api_url: str, http: htt
         refused = await next_message(ws)
         assert (refused["id"], refused["type"]) == ("u", "error")
         assert refused["payload"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_FOUND"
+        text = "{ __typename }"
+        await ws.send(json.dumps({"id": "t", "type": "subscribe",
+                                  "payload": {"query": text, "extensions": persisted(sha(text))}}))  # fmt: skip
+        assert (await next_message(ws))["payload"]["data"] == {"__typename": "Query"}  # it runs, and is not kept
+    assert await services.redis.keys(KEY_PREFIX + "*") == [KEY_PREFIX.encode() + digest.encode()]
 
 
 async def test_trusted_documents_only(settings: Settings, services: Services, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Persisted queries at the edge: over HTTP (POST, and GET for queries) a schema extension swaps a request's hash
-for its document before parsing; the WebSocket handler calls `resolve_subscribe` for each subscribe."""
+for its document before parsing; the WebSocket handler calls `resolve` for each subscribe."""
 
 from __future__ import annotations
 

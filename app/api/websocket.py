@@ -99,7 +99,8 @@ class NewsaggTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
 
     async def _resolve_document(self, message: SubscribeMessage) -> bool:
         """A persisted query's hash becomes its document (the payload's `query` may then be absent); False when
-        the document is refused, the operation having had its error."""
+        the document is refused, the operation having had its error. Documents are kept from HTTP requests only,
+        once they ran (app/api/persisted.py): a subscribe reads what is kept, it adds nothing."""
         payload: Any = message["payload"]
         if not isinstance(payload, dict):
             await self.handle_invalid_message("a subscribe payload must be an object")
@@ -112,7 +113,6 @@ class NewsaggTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
             return False
         if resolved is not None:
             payload["query"] = resolved.query
-            await queries.keep(resolved)
         return True
 
     async def _refuse(self, message: Any, reason: str, text: str) -> None:
