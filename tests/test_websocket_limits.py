@@ -169,3 +169,12 @@ async def test_a_message_that_is_not_an_object_closes_with_4400(api_url: str, fr
     ws = await held(api_url)
     await ws.send(frame)
     assert await close_code(ws) == 4400
+
+
+async def test_with_redis_down_a_socket_is_admitted_uncounted(settings: Settings) -> None:
+    unreachable = settings.model_copy(update={"redis_url": "redis://127.0.0.1:9/0"})  # discard port: refused
+    before = counted("newsagg_ws_client_count_failures_total")
+    async with serve_api(unreachable) as url:
+        ws = await held(url)  # acknowledged
+        await ws.close()
+    assert counted("newsagg_ws_client_count_failures_total") == before + 1
