@@ -66,8 +66,8 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
 
     documents = commands.add_parser(
         "documents",
-        help="trusted documents: what may run when "
-        "NEWSAGG_TRUSTED_DOCUMENTS_ONLY is set (embedded PostgreSQL if no URL)",
+        help="trusted documents: what may run when NEWSAGG_TRUSTED_DOCUMENTS_ONLY is set (embedded "
+        "PostgreSQL if no URL)",
     )
     document_commands = documents.add_subparsers(dest="documents_command", required=True, metavar="ACTION")
     register = document_commands.add_parser("register", help="trust GraphQL documents (graphql/ needs no registering)")

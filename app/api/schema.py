@@ -127,9 +127,8 @@ def _extensions(settings: Settings) -> list[Any]:
     ]
     ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
-        lambda: PersistedQueryExtension(
-            settings
-        ),  # first: the others see the document a persisted query's hash stands for
+        # first: the others see the document a persisted query's hash stands for
+        lambda: PersistedQueryExtension(settings),
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
         lambda: ResponseCache(ttl_by_field=ttl_by_field),
