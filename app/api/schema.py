@@ -33,6 +33,7 @@ from app.api.mutations.preferences import ViewerPayload
 from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
+from app.api.persisted import PersistedQueryExtension
 from app.api.queries import Query
 from app.api.request_errors import RequestErrorCodes
 from app.api.response_cache import ResponseCache, lifetimes
@@ -127,6 +128,8 @@ def _extensions(settings: Settings) -> list[Any]:
     ]
     ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
+        # first: the others see the document a persisted query's hash stands for
+        lambda: PersistedQueryExtension(settings),
         RequestErrorCodes,
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
