@@ -48,8 +48,8 @@ async def test_the_graphql_ws_client_signs_in_and_gets_breaking_news(node: str, 
 
 async def test_the_graphql_ws_client_with_a_bad_token_is_refused_with_4403(node: str, api_url: str) -> None:
     url = api_url.replace("http://", "ws://") + "/graphql"
-    arguments = [str(CLIENT / "subscribe.mjs"), url, "nst_made-up", document("BreakingNews"), "1"]
-    client = await asyncio.create_subprocess_exec(node, *arguments, cwd=CLIENT, stdout=asyncio.subprocess.PIPE)
+    arguments = [str(NODE_TOOLS / "subscribe.mjs"), url, "nst_made-up", document("BreakingNews"), "1"]
+    client = await asyncio.create_subprocess_exec(node, *arguments, cwd=NODE_TOOLS, stdout=asyncio.subprocess.PIPE)
     try:
         frames = [frame async for frame in lines(client)]
         assert {"closed": 4403} in frames
