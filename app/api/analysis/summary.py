@@ -49,10 +49,10 @@ class Summary:
         return Summary(max(self.depth, other.depth), self.aliases + other.aliases, self.spreads + other.spreads,
                        self.nodes + other.nodes, self.requests + other.requests)  # fmt: skip
 
-    def under(self, *, aliased: bool, page: int | None, counted: bool) -> Summary:
+    def under(self, alias: object, page: int | None, *, counted: bool) -> Summary:
         """This selection as a field's: one level deeper, and a page of it for a connection."""
         depth = self.depth + 1 if counted else 0
-        aliases = self.aliases + aliased
+        aliases = self.aliases + (alias is not None)
         if page is None:
             return Summary(depth, aliases, self.spreads, self.nodes, self.requests)
         return Summary(depth, aliases, self.spreads, page * (1 + self.nodes), 1 + page * self.requests)
@@ -85,7 +85,8 @@ class Analysis:
         for selection in selection_set.selections:
             self.work += 1
             if isinstance(selection, FieldNode):
-                total += self._field(selection, parent)
+                field = self._field(selection, parent)
+                total = total if field is EMPTY else total + field
             elif isinstance(selection, InlineFragmentNode):
                 condition = selection.type_condition
                 inner = self.schema.get_type(condition.name.value) if condition else parent
@@ -99,11 +100,11 @@ class Analysis:
     def _field(self, node: FieldNode, parent: GraphQLNamedType | None) -> Summary:
         name = node.name.value
         definition = META_FIELDS.get(name) or _fields_of(parent).get(name)
-        inner = get_named_type(definition.type) if definition else None
-        below = self._selections(node.selection_set, inner) if node.selection_set else EMPTY
-        page = self.page(node, definition) if definition else None
-        counted = node.selection_set is not None and not name.startswith("__")
-        return below.under(aliased=node.alias is not None, page=page, counted=counted)
+        page = self.page(node, definition) if definition and definition.args else None
+        if node.selection_set is None:  # most fields: a leaf, counting for nothing unless aliased or paged
+            return EMPTY if node.alias is None and page is None else EMPTY.under(node.alias, page, counted=False)
+        below = self._selections(node.selection_set, get_named_type(definition.type) if definition else None)
+        return below.under(node.alias, page, counted=not name.startswith("__"))
 
     def _spread_names(self, selection_set: SelectionSetNode) -> Iterator[str]:
         """The fragments a selection spreads, at any depth (a loop, not a recursion: any nesting is fine)."""
