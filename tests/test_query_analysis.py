@@ -17,7 +17,7 @@ from strawberry.extensions.max_aliases import count_fields_with_alias
 from strawberry.extensions.validation_cache import _get_validate_cache
 
 from app.api.analysis.cost import QUERY_COST, QUERY_NODES, price
-from app.api.analysis.rule import shape_rule
+from app.api.analysis.rule import shape_refusals, shape_rule
 from app.api.analysis.summary import Analysis, Summary
 from app.api.context import Context
 from app.api.queue import JobQueue
@@ -38,7 +38,7 @@ from graphql import (
     parse,
     validate,
 )
-from tests.conftest import GRAPHQL_DIR, GraphQLClient
+from tests.conftest import GRAPHQL_DIR, GraphQLClient, subscribe_ws
 
 DEFAULTS = Settings(_env_file=None)  # type: ignore[call-arg]
 SCHEMA = build_schema(DEFAULTS)._schema
@@ -272,3 +272,20 @@ async def test_fan_out_refusals_read_the_document_once(levels: int) -> None:
     _summary, work, size = analysed(fan_out(levels))
     assert size == 2 * levels + 4
     assert work <= 2 * size
+
+
+async def test_over_websocket_the_same_refusals(api_url: str, services: Services) -> None:
+    too_many_nodes = "{ stories(first: 100) { edges { node { articles(first: 100) { story { articles(first: 100) "
+    for document, code in ((too_many_nodes + "{ id } } } } } } }", "QUERY_TOO_COMPLEX"),
+                           (fan_out(30), "TOO_MANY_FRAGMENT_SPREADS")):  # fmt: skip
+        stream = subscribe_ws(api_url, document, {})
+        message = await anext(stream)
+        await stream.aclose()
+        errors = message["payload"] if message["type"] == "error" else message["payload"]["errors"]
+        assert [error["extensions"]["code"] for error in errors] == [code]
+
+
+def test_a_count_too_long_to_print_is_still_a_message() -> None:
+    [error] = shape_refusals(Summary(spreads=2**20_000), DEFAULTS)  # 6,021 digits: str() refuses past 4,300
+    assert error.message == "the operation has over 10^30 fragment spreads, each counted where its fragment is used; " \
+        "at most 100 are allowed"  # fmt: skip

@@ -9,6 +9,7 @@ from typing import Any
 from graphql.utilities import value_from_ast_untyped
 from strawberry.extensions import SchemaExtension
 
+from app.api.analysis.rule import figure
 from app.api.analysis.summary import Analysis, PageSize, Summary
 from app.api.context import Context
 from app.api.errors import BadRequest
@@ -64,9 +65,9 @@ def page_sizes(variables: dict[str, Any], settings: Settings) -> PageSize:
 
 def cost_refusal(summary: Summary, settings: Settings) -> BadRequest | None:
     if summary.nodes > settings.query_max_nodes:
-        return BadRequest("QUERY_TOO_COMPLEX", f"the query asks for up to {summary.nodes:,} nodes; at most "
+        return BadRequest("QUERY_TOO_COMPLEX", f"the query asks for up to {figure(summary.nodes)} nodes; at most "
                           f"{settings.query_max_nodes:,} are allowed")  # fmt: skip
     if summary.cost > settings.query_max_cost:
-        return BadRequest("QUERY_TOO_COMPLEX", f"the query costs {summary.cost:,} points; at most "
+        return BadRequest("QUERY_TOO_COMPLEX", f"the query costs {figure(summary.cost)} points; at most "
                           f"{settings.query_max_cost:,} are allowed")  # fmt: skip
     return None

@@ -31,8 +31,14 @@ def shape_refusals(summary: Summary, settings: Settings) -> list[BadRequest]:
         ("TOO_MANY_FRAGMENT_SPREADS", "fragment spreads, each counted where its fragment is used",
          summary.spreads, settings.query_max_fragment_spreads),
     ]  # fmt: skip
-    return [BadRequest(code, f"the operation has {n:,} {what}; at most {limit:,} are allowed")
+    return [BadRequest(code, f"the operation has {figure(n)} {what}; at most {limit:,} are allowed")
             for code, what, n, limit in checks if n > limit]  # fmt: skip
+
+
+def figure(count: int) -> str:
+    """A count for a message: some documents multiply into numbers too long to print (Python refuses past 4,300
+    digits)."""
+    return f"{count:,}" if count < 10**30 else "over 10^30"
 
 
 def _no_pages(node: FieldNode, definition: GraphQLField) -> None:

@@ -25,6 +25,7 @@ from graphql import (
     GraphQLObjectType,
     GraphQLSchema,
     InlineFragmentNode,
+    NameNode,
     OperationDefinitionNode,
     SelectionSetNode,
     get_named_type,
@@ -49,7 +50,7 @@ class Summary:
         return Summary(max(self.depth, other.depth), self.aliases + other.aliases, self.spreads + other.spreads,
                        self.nodes + other.nodes, self.requests + other.requests)  # fmt: skip
 
-    def under(self, alias: object, page: int | None, *, counted: bool) -> Summary:
+    def under(self, alias: NameNode | None, page: int | None, *, counted: bool) -> Summary:
         """This selection as a field's: one level deeper, and a page of it for a connection."""
         depth = self.depth + 1 if counted else 0
         aliases = self.aliases + (alias is not None)
