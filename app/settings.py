@@ -54,16 +54,19 @@ class Settings(BaseSettings):
     )
     query_max_fragment_spreads: int = Field(
         default=100,
+        ge=0,
         description="Most fragment spreads in one GraphQL operation, a spread inside a fragment counted each time "
         "that fragment is spread.",
     )
     query_max_nodes: int = Field(
         default=500_000,
+        ge=0,
         description="Most nodes one GraphQL operation may ask for (GitHub's rule): each connection's page size "
         "(`first`, else the default page size) times its items' own nodes plus one, down nested connections.",
     )
     query_max_cost: int = Field(
         default=1000,
+        ge=1,
         description="Most points one GraphQL operation may cost (GitHub's rule: connections requested, each "
         "multiplied by the page sizes above it, / 100, at least 1).",
     )
