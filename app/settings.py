@@ -49,7 +49,27 @@ class Settings(BaseSettings):
     )
     query_max_depth: int = Field(default=12, description="Deepest GraphQL selection accepted.")
     query_max_tokens: int = Field(default=2000, description="Most tokens in one GraphQL document.")
-    query_max_aliases: int = Field(default=30, description="Most aliases in one GraphQL document.")
+    query_max_aliases: int = Field(
+        default=30, description="Most aliases in one GraphQL operation, each counted where its fragment is used."
+    )
+    query_max_fragment_spreads: int = Field(
+        default=100,
+        ge=0,
+        description="Most fragment spreads in one GraphQL operation, a spread inside a fragment counted each time "
+        "that fragment is spread.",
+    )
+    query_max_nodes: int = Field(
+        default=500_000,
+        ge=0,
+        description="Most nodes one GraphQL operation may ask for (GitHub's rule): each connection's page size "
+        "(`first`, else the default page size) times its items' own nodes plus one, down nested connections.",
+    )
+    query_max_cost: int = Field(
+        default=1000,
+        ge=1,
+        description="Most points one GraphQL operation may cost (GitHub's rule: connections requested, each "
+        "multiplied by the page sizes above it, / 100, at least 1).",
+    )
     ws_max_subscriptions: int = Field(
         default=20, ge=1, description="Operations one WebSocket may run at once; past it a subscribe gets an error."
     )

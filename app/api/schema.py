@@ -5,18 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import strawberry
-from strawberry.extensions import (
-    AddValidationRules,
-    MaxAliasesLimiter,
-    MaxTokensLimiter,
-    ParserCache,
-    QueryDepthLimiter,
-    ValidationCache,
-)
+from strawberry.extensions import AddValidationRules, MaxTokensLimiter, ParserCache, ValidationCache
 from strawberry.relay.types import GlobalIDValueError
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
+from app.api.analysis.cost import QueryCost
+from app.api.analysis.rule import shape_rule
 from app.api.mutations import preferences
 from app.api.mutations.accounts import (
     ApiKeyPayload,
@@ -44,7 +39,7 @@ from app.api.types.breaking import BreakingEvent
 from app.api.types.source import SourceNode
 from app.api.types.story import StoryNode
 from app.settings import Settings
-from graphql import GraphQLError
+from graphql import ASTValidationRule, GraphQLError
 
 
 @strawberry.type
@@ -120,12 +115,10 @@ def build_schema(settings: Settings) -> strawberry.Schema:
 
 
 def _extensions(settings: Settings) -> list[Any]:
-    """Factories, one extension per request. The depth and alias rules are built once, so the validation cache,
-    keyed on the rule classes, hits; the parser and validation LRU caches themselves are process-wide."""
-    rules = [
-        *QueryDepthLimiter(max_depth=settings.query_max_depth).validation_rules,
-        *MaxAliasesLimiter(max_alias_count=settings.query_max_aliases).validation_rules,
-    ]
+    """Factories, one extension per request. The shape rule is built once, so the validation cache, keyed on the
+    rule classes, hits; the parser and validation LRU caches themselves are process-wide. QueryCost comes before
+    any other extension that acts on execution: they read the price it stores."""
+    rules: list[type[ASTValidationRule]] = [shape_rule(settings)]
     ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
         # first: the others see the document a persisted query's hash stands for
@@ -133,6 +126,7 @@ def _extensions(settings: Settings) -> list[Any]:
         RequestErrorCodes,
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
+        lambda: QueryCost(settings),
         lambda: ResponseCache(ttl_by_field=ttl_by_field),
     ]
     size = settings.graphql_cache_size
