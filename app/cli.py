@@ -1,4 +1,4 @@
-"""The `newsagg` command: up, api, worker, migrate, opml, users, reindex, eval, topics, schema, settings."""
+"""The `newsagg` command: up, api, worker, migrate, opml, users, documents, reindex, eval, topics, schema, settings."""
 
 from __future__ import annotations
 
@@ -64,6 +64,17 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     revoke = user_commands.add_parser("revoke-admin", help="take source management away from an account")
     revoke.add_argument("email")
 
+    documents = commands.add_parser(
+        "documents",
+        help="trusted documents: what may run when NEWSAGG_TRUSTED_DOCUMENTS_ONLY is set (embedded "
+        "PostgreSQL if no URL)",
+    )
+    document_commands = documents.add_subparsers(dest="documents_command", required=True, metavar="ACTION")
+    register = document_commands.add_parser("register", help="trust GraphQL documents (graphql/ needs no registering)")
+    register.add_argument("files", type=Path, nargs="+", metavar="FILE",
+                          help="a .graphql document, or an Apollo persisted query manifest (.json)")  # fmt: skip
+    document_commands.add_parser("list", help="the registered documents: SHA-256, name, date")
+
     reindex = commands.add_parser(
         "reindex", help="send every article to the Meilisearch index again (safe while ingest runs; needs MEILI_URL)"
     )
@@ -123,7 +134,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         from app.api.asgi import create_app
 
         uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level.lower(),
-                    lifespan="on", ws="websockets-sansio")  # fmt: skip
+                    lifespan="on", ws="websockets-sansio", ws_max_size=settings.ws_max_message_bytes)  # fmt: skip
         return None
     if args.command == "worker":
         from jobs.worker import create_worker
@@ -136,6 +147,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return _opml(settings, args)
     if args.command == "users":
         return _users(settings, args)
+    if args.command == "documents":
+        return _documents(settings, args)
     if args.command == "reindex":
         return _reindex(settings, args.since)
     if args.command == "eval":
@@ -224,6 +237,24 @@ def _users(settings: Settings, args: argparse.Namespace) -> int:
             print(f"no account with the email {args.email}", file=sys.stderr)
             return 1
         print(f"{args.email}: administrator" if args.users_command == "grant-admin" else f"{args.email}: user")
+        return 0
+
+    return _with_database(settings, run)
+
+
+def _documents(settings: Settings, args: argparse.Namespace) -> int:
+    from app.db.engine import session_factory
+    from app.documents import trusted
+
+    async def run(engine: AsyncEngine) -> int:
+        async with session_factory(engine).begin() as session:
+            if args.documents_command == "list":
+                for row in await trusted.registered(session):
+                    print(f"{row.sha256}  {row.name or '-'}  {row.registered_at:%Y-%m-%d %H:%M}")
+                return 0
+            operations = [op for path in args.files for op in trusted.operations_in(path)]
+            for digest, operation in zip(await trusted.register(session, operations), operations, strict=True):
+                print(f"{digest}  {operation.name or '-'}")
         return 0
 
     return _with_database(settings, run)

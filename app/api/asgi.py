@@ -5,25 +5,29 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from strawberry.asgi import GraphQL
+from strawberry.http.base import BaseRequestProtocol
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.types.unset import UNSET, UnsetType
 
 from app.api.context import Context
+from app.api.graphiql import GraphiQLPage, graphiql_files
+from app.api.http_view import GraphQLOverHTTP
 from app.api.limits import BodySizeLimit
 from app.api.queue import JobQueue
 from app.api.response_cache import encode_response
 from app.api.schema import build_schema
-from app.api.websocket import NewsaggTransportWSHandler
+from app.api.websocket import PONG_INTERVALS, NewsaggTransportWSHandler
 from app.api.websub import websub_routes
+from app.api.ws_admission import admit
+from app.api.ws_messages import sized
 from app.health import check_health
 from app.services import Services
 from app.settings import Settings
@@ -35,7 +39,7 @@ from app.settings import Settings
 GC_THRESHOLDS = (100_000, 50, 100)
 
 
-class NewsaggGraphQL(GraphQL[Context, None]):
+class NewsaggGraphQL(GraphQLOverHTTP):
     graphql_transport_ws_handler_class = NewsaggTransportWSHandler  # pings; a typed error past the operation limit
 
     def __init__(self, services_ref: dict[str, Services], queue: JobQueue, settings: Settings) -> None:
@@ -50,14 +54,23 @@ class NewsaggGraphQL(GraphQL[Context, None]):
         )
         self._services = services_ref
         self._queue = queue
+        self._graphiql = GraphiQLPage()
+        self.settings = settings
+        self.websocket_adapter_class = sized(settings.ws_max_message_bytes)
 
-    def decode_json(self, data: str | bytes) -> object:
-        """JSON nested past the reader's depth, or with an integer of over 4,300 digits, is malformed JSON to the
-        client (HTTP 400, WebSocket close 4400), not a crash."""
-        try:
-            return super().decode_json(data)
-        except (RecursionError, ValueError) as error:
-            raise json.JSONDecodeError("JSON this server does not read", "", 0) from error
+    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
+        """connection_init: a bad credential is refused (4403), a client past its connections too (4429). A lease
+        outlives the pings that renew it by one interval."""
+        lease_seconds = (PONG_INTERVALS + 1) * (self.keep_alive_interval or 1)
+        await admit(context, self.settings.ws_max_connections_per_client, lease_seconds)
+        unset: UnsetType = UNSET
+        return unset
+
+    def should_render_graphql_ide(self, request: BaseRequestProtocol) -> bool:
+        return "extensions" not in request.query_params and super().should_render_graphql_ide(request)  # a GET by hash
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return self._graphiql.response()  # ours, with its files served here, not strawberry's page from a CDN
 
     def encode_json(self, data: object) -> str | bytes:
         return encode_response(data) or super().encode_json(data)
@@ -101,6 +114,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             Route("/graphql", graphql_app),
             WebSocketRoute("/graphql", graphql_app),
             *websub_routes(lambda: holder["services"], queue),
+            *([graphiql_files()] if settings.graphiql else []),
         ],
         lifespan=lifespan,
         middleware=[Middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)],
