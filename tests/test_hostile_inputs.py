@@ -4,6 +4,7 @@ stack trace, a class name, a 5xx or an INTERNAL_SERVER_ERROR), and what does fai
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from strawberry.extensions import SchemaExtension
 
 from app.api.internal_errors import InternalErrors
 from app.api.relay import encode_cursor
-from app.api.schema import build_schema
+from app.api.schema import NewsaggSchema, build_schema
 from app.services import Services
 from app.settings import Settings
 from app.users.models import User
@@ -237,17 +238,48 @@ async def test_the_input_check_reads_string_literals_and_deep_variables(gql: Gra
     assert "errors" not in fine
 
 
-async def test_a_failing_extension_is_answered_generically_too(caplog: pytest.LogCaptureFixture) -> None:
-    class Broken(SchemaExtension):
-        def on_execute(self) -> Iterator[None]:
-            raise RuntimeError("connection to redis.internal:6379 refused")  # what an extension's dependency may say
-            yield
+@pytest.mark.parametrize("persisted", [False, True])
+async def test_a_document_with_a_lone_surrogate_is_refused_as_text(gql: GraphQLClient, services: Services,
+                                                                   persisted: bool) -> None:  # fmt: skip
+    """Even in a comment; sent with its persisted-query hash too (hashed as a client might, surrogate and all: it
+    failed to hash here, and that exception's message was the answer)."""
+    query = "{ __typename } # \ud800"
+    request: dict[str, Any] = {"query": query}
+    if persisted:
+        digest = hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()
+        request["extensions"] = {"persistedQuery": {"version": 1, "sha256Hash": digest}}
+    response = await gql.http.post("/graphql", content=hostile_values.encode(request),
+                                   headers={"content-type": "application/json"})  # fmt: skip
+    assert not leaks(response.status_code, response.text), response.text
+    assert [e["extensions"]["code"] for e in response.json()["errors"]] == ["GRAPHQL_PARSE_FAILED"]
 
+
+class Broken(SchemaExtension):
+    """An extension whose dependency fails, as the operation starts or as it executes."""
+
+    FAILURE = "connection to redis.internal:6379 refused"
+
+    def __init__(self, hook: str) -> None:
+        self.hook = hook
+
+    def on_operation(self) -> Iterator[None]:
+        if self.hook == "on_operation":
+            raise RuntimeError(self.FAILURE)
+        yield
+
+    def on_execute(self) -> Iterator[None]:
+        if self.hook == "on_execute":
+            raise RuntimeError(self.FAILURE)
+        yield
+
+
+@pytest.mark.parametrize("hook", ["on_operation", "on_execute"])
+async def test_a_failing_extension_is_answered_generically_too(caplog: pytest.LogCaptureFixture, hook: str) -> None:
     @strawberry.type
     class Query:
         ping: str = "pong"
 
-    schema = strawberry.Schema(query=Query, extensions=[InternalErrors, Broken])
+    schema = NewsaggSchema(query=Query, extensions=[InternalErrors, lambda: Broken(hook)])
     caplog.set_level(logging.ERROR, logger="app.api.internal_errors")
     result = await schema.execute("{ ping }")
     [error] = result.errors or []

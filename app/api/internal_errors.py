@@ -42,9 +42,26 @@ def is_client_error(error: GraphQLError) -> bool:
     return original is None or isinstance(original, GraphQLError | GlobalIDValueError)
 
 
+def internal(error: GraphQLError, context: Any) -> GraphQLError:
+    """The generic answer for `error`, logged in full under the request id the answer carries."""
+    rid = request_id(context)
+    log.error("internal error answering request %s at %s", rid, error.path or "-", exc_info=error.original_error,
+              extra={"request_id": rid})  # fmt: skip
+    return GraphQLError(MESSAGE, error.nodes, error.source, error.positions, error.path,
+                        extensions={"code": INTERNAL, "requestId": rid})  # fmt: skip
+
+
+def mask(result: object, context: Any) -> None:
+    """`result`'s errors with every unexpected one answered generically."""
+    errors = getattr(result, "errors", None)
+    if errors:
+        result.errors = [e if is_client_error(e) else internal(e, context) for e in errors]  # type: ignore[attr-defined]
+
+
 class InternalErrors(SchemaExtension):
-    """Outermost extension: it sees every other extension's errors. Only errors raised once execution started are
-    given codes here: parse and validation errors are the transport's to name."""
+    """Outermost extension: it sees what every other extension raises once they all started (one failing as the
+    operation starts is past its reach: NewsaggSchema.execute masks that answer). Only errors raised once execution
+    started are given codes here: parse and validation errors are the transport's to name."""
 
     executed = False
 
@@ -58,7 +75,7 @@ class InternalErrors(SchemaExtension):
         except (GraphQLError, *TRANSPORT_ERRORS):
             raise
         except Exception as error:  # an extension's hook failed: strawberry answers with this error instead
-            raise self._internal(GraphQLError(str(error), original_error=error)) from None
+            raise internal(GraphQLError(str(error), original_error=error), self.execution_context.context) from None
         self._mend(self.execution_context.result)
 
     def on_stream_result(self, result: StreamExecutionResult) -> Iterator[None]:
@@ -66,22 +83,14 @@ class InternalErrors(SchemaExtension):
         yield
 
     def _mend(self, result: object) -> None:
-        errors = getattr(result, "errors", None)
-        if errors:
-            result.errors = [self._answer(error) for error in errors]  # type: ignore[attr-defined]
+        mask(result, self.execution_context.context)
+        if self.executed and getattr(result, "errors", None):
+            result.errors = [coded(error) for error in result.errors]  # type: ignore[attr-defined]
 
-    def _answer(self, error: GraphQLError) -> GraphQLError:
-        if not is_client_error(error):
-            return self._internal(error)
-        if self.executed and not (error.extensions and "code" in error.extensions):
-            return GraphQLError(error.message, error.nodes, error.source, error.positions, error.path,
-                                extensions={**(error.extensions or {}), "code": "BAD_USER_INPUT"})  # fmt: skip
+
+def coded(error: GraphQLError) -> GraphQLError:
+    """`error` with BAD_USER_INPUT when it names no code: once execution started, what is not ours is the client's."""
+    if error.extensions and "code" in error.extensions:
         return error
-
-    def _internal(self, error: GraphQLError) -> GraphQLError:
-        """The generic answer for `error`, logged in full under the id the answer carries."""
-        rid = request_id(self.execution_context.context)
-        log.error("internal error answering request %s at %s", rid, error.path or "-", exc_info=error.original_error,
-                  extra={"request_id": rid})  # fmt: skip
-        return GraphQLError(MESSAGE, error.nodes, error.source, error.positions, error.path,
-                            extensions={"code": INTERNAL, "requestId": rid})  # fmt: skip
+    return GraphQLError(error.message, error.nodes, error.source, error.positions, error.path,
+                        extensions={**(error.extensions or {}), "code": "BAD_USER_INPUT"})  # fmt: skip

@@ -7,11 +7,11 @@ from typing import Any
 import strawberry
 from strawberry.extensions import AddValidationRules, MaxTokensLimiter, ParserCache, ValidationCache
 from strawberry.schema.config import StrawberryConfig
-from strawberry.types import ExecutionContext
+from strawberry.types import ExecutionContext, ExecutionResult
 
 from app.api.analysis.cost import QueryCost
 from app.api.analysis.rule import shape_rule
-from app.api.internal_errors import InternalErrors
+from app.api.internal_errors import InternalErrors, mask
 from app.api.mutations import preferences
 from app.api.mutations.accounts import (
     ApiKeyPayload,
@@ -96,6 +96,12 @@ class NewsaggSchema(strawberry.Schema):
 
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
         pass
+
+    async def execute(self, query: str | None, *args: Any, **kwargs: Any) -> ExecutionResult:
+        result = await super().execute(query, *args, **kwargs)
+        context = kwargs.get("context_value", args[1] if len(args) > 1 else None)
+        mask(result, context)  # an extension that failed as the operation started
+        return result
 
 
 def build_schema(settings: Settings) -> strawberry.Schema:

@@ -1,5 +1,6 @@
 """Text PostgreSQL cannot store (a NUL character, a lone UTF-16 surrogate) is refused before any resolver runs, wherever
-a client put it: in a variable, at any depth, or in a string literal of the document."""
+a client put it: in a variable, at any depth, or in an escape of a string literal of the document (the parser refuses
+a lone surrogate anywhere else in it)."""
 
 from __future__ import annotations
 
@@ -49,10 +50,10 @@ class _Literals(Visitor):
         self.found.append(node.value)
 
 
-def _literal_strings(query: str | None, document: DocumentNode | None) -> list[str]:
+def _literal_strings(query: str, document: DocumentNode | None) -> list[str]:
     """The document's string literals; their escapes (\\u0000) are only decoded in the parsed document, so a text
-    with no backslash-u and nothing unstorable in it needs no walk."""
-    if document is None or query is None or ("\\u" not in query and unstorable(query) is None):
+    with no backslash-u needs no walk."""
+    if document is None or "\\u" not in query:
         return []
     literals = _Literals()
     visit(document, literals)
@@ -65,7 +66,7 @@ class TextInputCheck(SchemaExtension):
         for where, text in _variable_strings(context.variables):
             if problem := unstorable(text):
                 raise bad_argument(f"`{where}` contains {problem}")
-        for text in _literal_strings(context.query, context.graphql_document):
+        for text in _literal_strings(context.query or "", context.graphql_document):
             if problem := unstorable(text):
                 raise bad_argument(f"a string in the document contains {problem}")
         yield
