@@ -1,4 +1,4 @@
-"""The Starlette application: GraphQL over HTTP and WebSocket at /graphql, and /healthz."""
+"""The Starlette application: GraphQL over HTTP and WebSocket at /graphql, /healthz and /metrics."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from app.api.context import Context
 from app.api.limits import BodySizeLimit
+from app.api.observability import RequestObservation, metrics
 from app.api.queue import JobQueue
 from app.api.response_cache import encode_response
 from app.api.schema import build_schema
@@ -89,10 +90,14 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         routes=[
             Route("/", root),
             Route("/healthz", healthz),
+            Route("/metrics", metrics),
             Route("/graphql", graphql_app),
             WebSocketRoute("/graphql", graphql_app),
             *websub_routes(lambda: holder["services"], queue),
         ],
         lifespan=lifespan,
-        middleware=[Middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)],
+        middleware=[
+            Middleware(RequestObservation, paths=frozenset({"/", "/healthz", "/metrics", "/graphql"})),  # outermost
+            Middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes),
+        ],
     )

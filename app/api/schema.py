@@ -33,6 +33,7 @@ from app.api.mutations.preferences import ViewerPayload
 from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
+from app.api.observability import OperationMetrics
 from app.api.queries import Query
 from app.api.response_cache import ResponseCache, lifetimes
 from app.api.scalars import SCALARS
@@ -126,6 +127,7 @@ def _extensions(settings: Settings) -> list[Any]:
     ]
     ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
+        OperationMetrics,  # first, so it sees every other extension's refusal
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
         lambda: ResponseCache(ttl_by_field=ttl_by_field),
