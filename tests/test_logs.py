@@ -3,13 +3,23 @@ object a line carrying the request id, uvicorn's access log included; `--log-for
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
+import logging
 import re
 from pathlib import Path
 
 import httpx
 import websockets
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
+from app.api.observability import RequestObservation
+from app.observability import logs
 from app.settings import Settings
 from tests.conftest import newsagg
 from tests.processes import deployment_env, running
@@ -84,3 +94,30 @@ def test_log_format_is_json_off_a_terminal_and_text_when_asked(settings: Setting
     assert not any(is_json(line) for line in migrate(settings, tmp_path, "--log-format", "text"))
     assert not any(is_json(line) for line in migrate(settings, tmp_path, NEWSAGG_LOG_FORMAT="text"))
     assert all(is_json(line) for line in migrate(settings, tmp_path, "--log-format", "json", NEWSAGG_LOG_FORMAT="text"))
+
+
+async def test_every_line_logged_while_a_request_runs_carries_its_id_however_many_run_at_once() -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logs.formatter(logs.JSON))
+    logger = logging.getLogger("newsagg.tests.inside_a_request")
+    logger.addHandler(handler)
+    logger.propagate = False
+
+    async def endpoint(request: Request) -> PlainTextResponse:
+        logger.warning("resolving %s", request.url.path)
+        await asyncio.sleep(0)  # let the other requests interleave
+        logger.warning("resolved")
+        return PlainTextResponse(request.state.request_id)
+
+    app = Starlette(routes=[Route("/{n}", endpoint)], middleware=[Middleware(RequestObservation)])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://newsagg") as http:
+        responses = await asyncio.gather(*(http.get(f"/{n}") for n in range(50)))
+    logger.removeHandler(handler)
+
+    ids = [response.headers["x-request-id"] for response in responses]
+    assert [response.text for response in responses] == ids  # the scope's state holds the same id
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    by_request = {rid: [line["event"] for line in lines if line["request_id"] == rid] for rid in ids}
+    assert by_request == {rid: [f"resolving /{n}", "resolved"] for n, rid in enumerate(ids)}
+    assert list(lines[0])[:5] == ["timestamp", "level", "logger", "request_id", "event"]

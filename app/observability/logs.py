@@ -12,6 +12,7 @@ import structlog
 from structlog.typing import EventDict, Processor
 
 TEXT, JSON = "text", "json"
+LEADING = ("timestamp", "level", "logger", "request_id", "event")
 QUIET = {"alembic.runtime.plugins": logging.WARNING}  # seven setup lines per migration, all alike
 
 
@@ -39,20 +40,31 @@ def _shared() -> list[Processor]:
     ]
 
 
-def configure(level: str, format: str) -> None:
-    """Route every record through one handler on standard error, rendered as `format` (text or json)."""
+def _first_things_first(logger: Any, method: str, event: EventDict) -> EventDict:
+    """JSON lines read left to right: when, how bad, where from, which request, what; then the rest."""
+    leading = {key: event[key] for key in LEADING if key in event}
+    return {**leading, **event}
+
+
+def formatter(format: str) -> logging.Formatter:
+    """Renders any record, the standard library's or structlog's, as `format` (text or json)."""
     last: list[Processor] = (
-        [structlog.processors.format_exc_info, structlog.processors.JSONRenderer(ensure_ascii=False)]
+        [structlog.processors.format_exc_info, _first_things_first,
+         structlog.processors.JSONRenderer(ensure_ascii=False)]
         if format == JSON
         else [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
-    )
-    formatter = structlog.stdlib.ProcessorFormatter(
+    )  # fmt: skip
+    return structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=_shared(),
         pass_foreign_args=True,
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *last],
     )
+
+
+def configure(level: str, format: str) -> None:
+    """Route every record through one handler on standard error, rendered as `format` (text or json)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(formatter)
+    handler.setFormatter(formatter(format))
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(level.upper())
