@@ -134,15 +134,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
 
         from app.api.asgi import create_app
 
-        uvicorn.run(
-            create_app(settings),
-            host=args.host,
-            port=args.port,
-            log_level=args.log_level.lower(),
-            log_config=None,
-            lifespan="on",
-            ws="websockets-sansio",
-        )  # fmt: skip (logs: the root's handler)
+        # log_config=None: uvicorn's loggers (server and access) keep no handler of their own, so its lines go through
+        # the root's, in newsagg's format and with the request id
+        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level.lower(),
+                    log_config=None, lifespan="on", ws="websockets-sansio")  # fmt: skip
         return None
     if args.command == "worker":
         from jobs.worker import create_worker
