@@ -140,7 +140,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
                     log_config=None, lifespan="on", ws="websockets-sansio")  # fmt: skip
         return None
     if args.command == "worker":
+        from app.observability.multiprocess import serve
         from jobs.worker import create_worker
+
+        if settings.worker_metrics_address:
+            serve(settings.worker_metrics_address)
 
         create_worker(settings).run()
         return None

@@ -206,6 +206,13 @@ class Settings(BaseSettings):
         "/metrics reports them all (emptied when the first of them starts); unset: `metrics` under `home`.",
     )
 
+    worker_metrics_address: str | None = Field(
+        default=None,
+        pattern=r"^[^:\s]*:\d{1,5}$",
+        description="HOST:PORT where `newsagg worker` also serves /metrics (its host's processes, as an API does), for "
+        "workers on hosts or in containers without an API process, e.g. `0.0.0.0:9100`; unset: none.",
+    )
+
     # --- embedded servers ---------------------------------------------------------------------------------
     embedded_database_name: str = Field(default="newsagg", description="Database created in embedded PostgreSQL.")
 

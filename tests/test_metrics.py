@@ -4,6 +4,7 @@ worker's fetches, articles, jobs, clustering lag and backlogs, and several proce
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from sqlalchemy import text
 from app.observability.backlogs import sample_backlogs
 from app.observability.requests import OTHER_NAMES, document_names
 from app.observability.work import measured
+from app.runtime.processes import free_port
 from app.search.recent import recent_indexes
 from app.search.sync import SEARCH_TOPIC
 from app.services import Services
@@ -128,13 +130,21 @@ async def test_a_job_that_raises_is_counted_as_failed_and_still_raises() -> None
     assert registry_value("newsagg_job_duration_seconds_count", job="broken_job") == 1
 
 
+async def drop_recent_indexes(services: Services) -> None:
+    """The worker built the day's search index: indexes outlive the tables' truncation between tests."""
+    async with services.engine.begin() as connection:
+        for name in await recent_indexes(connection):
+            await connection.execute(text(f"DROP INDEX {name}"))
+
+
 async def until(url: str, predicate: Callable[[Samples], bool], seconds: float = 60) -> Samples:
     """/metrics, read until `predicate(samples)` holds (another process does the work: there is nothing to await)."""
     async with httpx.AsyncClient(base_url=url) as http, asyncio.timeout(seconds):
         while True:
-            samples = await scrape(http)
-            if predicate(samples):
-                return samples
+            with contextlib.suppress(httpx.ConnectError):  # not listening yet
+                samples = await scrape(http)
+                if predicate(samples):
+                    return samples
             await asyncio.sleep(0.2)
 
 
@@ -160,6 +170,19 @@ async def test_the_api_reports_what_a_worker_process_counted(
             assert value(samples, "newsagg_job_duration_seconds_count", job="refresh_source_job") >= 1
             assert value(samples, "newsagg_http_requests_total", route="/healthz", method="GET", status="200") >= 2
     finally:
-        async with services.engine.begin() as connection:  # the worker built the day's search index
-            for name in await recent_indexes(connection):
-                await connection.execute(text(f"DROP INDEX {name}"))
+        await drop_recent_indexes(services)
+
+
+async def test_a_worker_without_an_api_beside_it_serves_its_own_metrics(
+    services: Services, settings: Settings, tmp_path: Path
+) -> None:
+    port = free_port()
+    env = deployment_env(settings, tmp_path / "home", NEWSAGG_WORKER_METRICS_ADDRESS=f"127.0.0.1:{port}")
+    try:
+        with running(env, "worker", log=tmp_path / "worker.log"):
+            samples = await until(
+                f"http://127.0.0.1:{port}", lambda s: ("newsagg_outbox_pending_events", SEARCH_SERIES) in s
+            )
+    finally:
+        await drop_recent_indexes(services)
+    assert value(samples, "newsagg_job_duration_seconds_count", job="sample_backlogs_job") >= 1

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 ENVIRONMENT = "PROMETHEUS_MULTIPROC_DIR"
 LOCK_FILE = "processes.lock"
@@ -54,16 +54,42 @@ def exposition() -> tuple[bytes, str]:
     """Every metric in the text format, and its media type: the whole folder's when processes share one, else this
     process's."""
     # imported here, not at the top: `share_folder` must run before prometheus_client is first imported
-    from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
-    from prometheus_client.multiprocess import MultiProcessCollector
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    return generate_latest(_registry()), CONTENT_TYPE_LATEST
+
+
+def serve(address: str) -> None:
+    """/metrics on HOST:PORT from a thread of this process (a worker's, where no API runs)."""
+    from prometheus_client import start_http_server
+
+    host, port = address.rsplit(":", 1)
+    start_http_server(int(port), addr=host or "0.0.0.0", registry=_registry())
+
+
+def _registry() -> Any:
+    from prometheus_client import REGISTRY, CollectorRegistry
 
     folder = os.environ.get(ENVIRONMENT)
     if not folder:
-        return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
-    _forget_dead(Path(folder))
+        return REGISTRY
     registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=folder)  # type: ignore[no-untyped-call]
-    return generate_latest(registry), CONTENT_TYPE_LATEST
+    registry.register(_Folder(Path(folder)))
+    return registry
+
+
+class _Folder:
+    """Every process's numbers in the folder, read afresh at each scrape."""
+
+    def __init__(self, folder: Path) -> None:
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        self.folder = folder
+        self.files = MultiProcessCollector(None, path=str(folder))  # type: ignore[no-untyped-call]
+
+    def collect(self) -> Any:
+        _forget_dead(self.folder)
+        return self.files.collect()  # type: ignore[no-untyped-call]
 
 
 def _forget_dead(folder: Path) -> None:
