@@ -25,8 +25,9 @@ their pip wheels, with their data under NEWSAGG_HOME (default ./.newsagg)."""
 def _parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="newsagg", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--log-level", default=settings.log_level,
-                        help=f"DEBUG, INFO, WARNING or ERROR (default {settings.log_level})")  # fmt: skip
+    level = settings.log_level.upper()
+    parser.add_argument("--log-level", default=level, type=str.upper, choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help=f"default {level}")  # fmt: skip
     parser.add_argument("--log-format", choices=["text", "json"], default=settings.log_format,
                         help="text, or one JSON object a line (default: text on a terminal, else json)")  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

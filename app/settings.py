@@ -199,7 +199,10 @@ class Settings(BaseSettings):
         description="`text` (aligned, for people) or `json` (one object a line, for collectors); unset: text when "
         "standard error is a terminal, else json (`--log-format`).",
     )
-    log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR (`--log-level`).")
+    log_level: str = Field(
+        default="INFO", pattern=r"(?i)^(debug|info|warning|error)$", description="DEBUG, INFO, WARNING or ERROR "
+        "(`--log-level`).",
+    )  # fmt: skip
     metrics_dir: Path | None = Field(
         default=None,
         description="Folder where every API and worker process of one host writes its metrics, so that any API's "
