@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -249,6 +250,29 @@ class Settings(BaseSettings):
     worker_max_jobs: int = Field(default=20, description="Concurrent jobs per worker process.")
     queue_name: str = Field(default="newsagg:queue", description="arq queue name.")
 
+    # --- observability ------------------------------------------------------------------------------------
+    log_format: Literal["text", "json"] | None = Field(
+        default=None,
+        description="`text` (aligned, for people) or `json` (one object a line, for collectors); unset: text when "
+        "standard error is a terminal, else json (`--log-format`).",
+    )
+    log_level: str = Field(
+        default="INFO", pattern=r"(?i)^(debug|info|warning|error)$", description="DEBUG, INFO, WARNING or ERROR "
+        "(`--log-level`).",
+    )  # fmt: skip
+    metrics_dir: Path | None = Field(
+        default=None,
+        description="Folder where every API and worker process of one host writes its metrics, so that any API's "
+        "/metrics reports them all (emptied when the first of them starts); unset: `metrics` under `home`.",
+    )
+
+    worker_metrics_address: str | None = Field(
+        default=None,
+        pattern=r"^[^:\s]*:\d{1,5}$",
+        description="HOST:PORT where `newsagg worker` also serves /metrics (its host's processes, as an API does), for "
+        "workers on hosts or in containers without an API process, e.g. `0.0.0.0:9100`; unset: none.",
+    )
+
     # --- embedded servers ---------------------------------------------------------------------------------
     embedded_database_name: str = Field(default="newsagg", description="Database created in embedded PostgreSQL.")
 
@@ -256,6 +280,10 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute_home(cls, home: Path) -> Path:
         return home.expanduser().resolve()
+
+    @property
+    def metrics_folder(self) -> Path:
+        return (self.metrics_dir or self.home / "metrics").expanduser().resolve()
 
     @field_validator("database_url")
     @classmethod

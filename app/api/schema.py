@@ -28,6 +28,7 @@ from app.api.mutations.preferences import ViewerPayload
 from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
+from app.api.observability import OperationMetrics
 from app.api.persisted import PersistedQueryExtension
 from app.api.queries import Query
 from app.api.request_errors import RequestErrorCodes
@@ -121,7 +122,8 @@ def _extensions(settings: Settings) -> list[Any]:
     rules: list[type[ASTValidationRule]] = [shape_rule(settings)]
     ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
-        # first: the others see the document a persisted query's hash stands for
+        OperationMetrics,  # first, so it sees every other extension's refusal
+        # then: the others see the document a persisted query's hash stands for
         lambda: PersistedQueryExtension(settings),
         RequestErrorCodes,
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
