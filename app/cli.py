@@ -122,8 +122,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
 
         from app.api.asgi import create_app
 
+        # proxy_headers off: X-Forwarded-For is believed only from NEWSAGG_RATE_LIMIT_TRUSTED_PROXIES (uvicorn's
+        # own reading would take it from any loopback peer, and a client could choose its rate-limit bucket)
         uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level.lower(),
-                    lifespan="on", ws="websockets-sansio")  # fmt: skip
+                    lifespan="on", ws="websockets-sansio", proxy_headers=False)  # fmt: skip
         return None
     if args.command == "worker":
         from jobs.worker import create_worker

@@ -137,7 +137,7 @@ async def serve_api(settings: Settings, services: Services | None = None) -> Asy
     app opens its own (its own Redis connection and broadcaster, as a separate API process has)."""
     port = free_port()
     config = uvicorn.Config(create_app(settings, services), host="127.0.0.1", port=port, log_level="warning",
-                            lifespan="on", ws="websockets-sansio")  # fmt: skip
+                            lifespan="on", ws="websockets-sansio", proxy_headers=False)  # fmt: skip
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:

@@ -34,6 +34,7 @@ from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
 from app.api.queries import Query
+from app.api.rate_limit import RateLimiter
 from app.api.response_cache import ResponseCache, lifetimes
 from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
@@ -128,6 +129,7 @@ def _extensions(settings: Settings) -> list[Any]:
     limits: list[Any] = [
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
+        RateLimiter,  # charges after validation (the cost) and before the response cache (a cached answer pays)
         lambda: ResponseCache(ttl_by_field=ttl_by_field),
     ]
     size = settings.graphql_cache_size
