@@ -85,11 +85,12 @@ def address_of(context: Context) -> str:
 
 
 def rate_limited(verdict: Verdict) -> BadRequest:
+    cost = f"{verdict.cost} point" + ("s" if verdict.cost != 1 else "")
     if verdict.retry_after_s is None:
-        message = f"this request costs {verdict.cost} points, more than the whole budget of {verdict.capacity}"
+        message = f"this request costs {cost}, more than the whole budget of {verdict.capacity}"
     else:
-        message = (f"rate limit exceeded: this request costs {verdict.cost} points and {verdict.remaining} of "
-                   f"{verdict.capacity} are left; retry in {_seconds(verdict.retry_after_s)} s")  # fmt: skip
+        message = (f"rate limit exceeded: this request costs {cost} and {verdict.remaining} of {verdict.capacity} "
+                   f"are left; retry in {_seconds(verdict.retry_after_s)} s")  # fmt: skip
     error = BadRequest("RATE_LIMITED", message)
     retry_after = None if verdict.retry_after_s is None else _seconds(verdict.retry_after_s)
     error.extensions = {**(error.extensions or {}), "retryAfter": retry_after}
