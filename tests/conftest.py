@@ -96,6 +96,11 @@ def settings(database_url: str, server_urls: tuple[str, str], tmp_path_factory: 
         politeness_requests_per_second=1000.0,  # tests/test_politeness.py checks the real rate
         crawl_retry_delays_seconds=[0.05, 0.05, 0.05],
         auth_cache_seconds=0,  # tests change accounts in the database directly; tests/test_access.py covers the cache
+        # metered, but no test runs out: the rate-limit tests set budgets of their own (tests/test_rate_limits.py)
+        rate_limit_points=10**9,
+        rate_limit_anonymous_points=10**9,
+        account_attempts_per_address=10**6,
+        account_attempts_per_account=10**6,
     )
 
 

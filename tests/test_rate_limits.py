@@ -44,9 +44,15 @@ def codes(response: httpx.Response) -> list[str]:
     return [e["extensions"]["code"] for e in response.json().get("errors") or []]
 
 
+def refusals(policy: str) -> float:
+    return REGISTRY.get_sample_value("newsagg_rate_limit_refusals_total", {"policy": policy}) or 0.0
+
+
 async def test_over_budget_is_a_429_with_retry_after_and_rate_limited(services: Services, settings: Settings) -> None:
+    before = refusals("api_anonymous")
     async with limited_api(settings, rate_limit_anonymous_points=5) as http:
         answers = [await post(http, TYPENAME) for _ in range(6)]
+    assert refusals("api_anonymous") - before == 1
     assert [a.status_code for a in answers] == [200] * 5 + [429]
     assert [a.headers["x-ratelimit-remaining"] for a in answers[:5]] == ["4", "3", "2", "1", "0"]
     refused = answers[5]
