@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from app.ratelimit.bucket import TokenBuckets
 from app.ratelimit.callers import client_address, trusted_networks
 from app.services import Services
+from app.settings import Settings
 
 KEY = "newsagg:rate:test:bucket"
 
@@ -113,3 +115,8 @@ def test_client_address(peer: str | None, forwarded: str | None, client: str) ->
 def test_a_forwarded_chain_of_20_000_trusted_hops_still_names_the_client() -> None:
     chain = ", ".join(["198.51.100.1"] + ["10.0.0.1"] * 20_000)
     assert client_address("10.0.0.2", chain, PROXIES) == "198.51.100.1"
+
+
+def test_a_trusted_proxy_that_is_not_a_network_stops_the_start() -> None:
+    with pytest.raises(ValidationError, match=r"10\.0\.0\.0/33"):
+        Settings(_env_file=None, rate_limit_trusted_proxies=["10.0.0.0/8", "10.0.0.0/33"])  # type: ignore[call-arg]
