@@ -30,10 +30,12 @@ class RateLimiter(SchemaExtension):
     charged = False
 
     async def on_operation(self) -> AsyncIterator[None]:
-        yield
-        app = _app(self.execution_context)
-        if app is not None and not self.charged:
-            await self._charge(app, 1, dry_run=False)
+        try:
+            yield
+        except Exception:  # a parse error from the parser cache comes as one
+            await self._charge_unexecuted()
+            raise
+        await self._charge_unexecuted()
 
     async def on_execute(self) -> AsyncIterator[None]:
         app = _app(self.execution_context)
@@ -46,6 +48,11 @@ class RateLimiter(SchemaExtension):
                 answer_refusal(app, verdict)
                 raise rate_limited(verdict)
         yield
+
+    async def _charge_unexecuted(self) -> None:
+        app = _app(self.execution_context)
+        if app is not None and not self.charged:
+            await self._charge(app, 1, dry_run=False)
 
     async def _charge(self, app: Context, cost: int, *, dry_run: bool) -> Verdict | None:
         self.charged = True

@@ -35,6 +35,7 @@ from app.api.mutations.source_refresh import SourceRefreshPayload, source_refres
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
 from app.api.queries import Query
 from app.api.rate_limit import RateLimiter
+from app.api.request_errors import RequestErrorCodes
 from app.api.response_cache import ResponseCache, lifetimes
 from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
@@ -127,6 +128,7 @@ def _extensions(settings: Settings) -> list[Any]:
     ]
     ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
+        RequestErrorCodes,
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
         RateLimiter,  # charges after validation (the cost) and before the response cache (a cached answer pays)
