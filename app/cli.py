@@ -147,9 +147,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         from app.api.asgi import create_app
 
         # log_config=None: uvicorn's loggers (server and access) keep no handler of their own, so its lines go through
-        # the root's, in newsagg's format and with the request id
+        # the root's, in newsagg's format and with the request id. proxy_headers off: X-Forwarded-For is believed only
+        # from NEWSAGG_RATE_LIMIT_TRUSTED_PROXIES (uvicorn's own reading would take it from any loopback peer, and a
+        # client could choose its rate-limit bucket)
         uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level.lower(),
-                    log_config=None, lifespan="on", ws="websockets-sansio",
+                    log_config=None, lifespan="on", ws="websockets-sansio", proxy_headers=False,
                     ws_max_size=settings.ws_max_message_bytes)  # fmt: skip
         return None
     if args.command == "worker":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -126,6 +127,45 @@ class Settings(BaseSettings):
         description="An API process reuses a checked token or key this long (0: check every request); "
         "signing out or revoking a key takes effect at once on the process that did it, within this on the others.",
     )
+
+    # --- rate limits (DESIGN §6: token buckets in Redis shared by every API process) ---------------------------
+    rate_limit_enabled: bool = Field(
+        default=True, description="Meter GraphQL requests and account attempts against the budgets that follow."
+    )
+    rate_limit_points: int = Field(
+        default=5000,
+        ge=1,
+        description="Points an API key or a signed-in user may spend per window, GitHub's way: a query costs its "
+        "connections' requested items / 100 (at least 1); a bucket refills steadily over the window.",
+    )
+    rate_limit_anonymous_points: int = Field(
+        default=1000,
+        ge=1,
+        description="Points per window for callers without a credential, per client address "
+        "(an IPv6 address: per /64).",
+    )
+    rate_limit_window_seconds: float = Field(default=3600, gt=0, description="Window of the points budgets.")
+    rate_limit_trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Proxy addresses or CIDRs (e.g. 10.0.0.0/8) whose X-Forwarded-For names the client; from any "
+        "other peer the header is ignored.",
+    )
+    rate_limit_redis_timeout_seconds: float = Field(
+        default=0.25,
+        gt=0,
+        description="A bucket Redis does not answer within this is skipped: the request goes "
+        "through unmetered (counted), and Redis is asked again after a second.",
+    )
+    account_attempts_per_address: int = Field(
+        default=30,
+        ge=1,
+        description="logIn, signUp and apiKeyCreate attempts per client address and window, each "
+        "operation its own bucket (refused before any password is hashed).",
+    )
+    account_attempts_per_account: int = Field(
+        default=10, ge=1, description="logIn, signUp and apiKeyCreate attempts per account (email or user) and window."
+    )
+    account_attempts_window_seconds: float = Field(default=900, gt=0, description="Window of the attempt buckets.")
 
     # --- feeds (DESIGN §4 ranking) ------------------------------------------------------------------------
     feed_window_hours: float = Field(default=72, description="Feeds rank stories updated within this many hours.")
@@ -284,6 +324,13 @@ class Settings(BaseSettings):
     @property
     def metrics_folder(self) -> Path:
         return (self.metrics_dir or self.home / "metrics").expanduser().resolve()
+
+    @field_validator("rate_limit_trusted_proxies")
+    @classmethod
+    def _networks(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            ipaddress.ip_network(entry.strip(), strict=False)  # a typo fails at start, not silently per request
+        return entries
 
     @field_validator("database_url")
     @classmethod

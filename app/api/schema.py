@@ -31,6 +31,7 @@ from app.api.mutations.sources_import import SourcesImportPayload, sources_impor
 from app.api.observability import OperationMetrics
 from app.api.persisted import PersistedQueryExtension
 from app.api.queries import Query
+from app.api.rate_limit import RateLimiter
 from app.api.request_errors import RequestErrorCodes
 from app.api.response_cache import ResponseCache, lifetimes
 from app.api.scalars import SCALARS
@@ -129,6 +130,7 @@ def _extensions(settings: Settings) -> list[Any]:
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
         lambda: QueryCost(settings),
+        RateLimiter,  # charges the price QueryCost set, before the response cache (a cached answer pays)
         lambda: ResponseCache(ttl_by_field=ttl_by_field),
     ]
     size = settings.graphql_cache_size
