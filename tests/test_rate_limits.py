@@ -196,28 +196,25 @@ async def test_a_redis_that_never_answers_costs_its_timeout_not_the_request(serv
 
 
 async def test_the_charge_is_the_query_cost_the_analysis_computed(services: Services, settings: Settings) -> None:
-    """Whatever put the query's cost in `Context.extra["query_cost"]` during validation, that is what is charged."""
-    from strawberry.extensions import SchemaExtension
-
+    """What the query analysis prices a document at (Context.extra["query_cost"]) is what is charged: 100 stories,
+    each asking one article and its story's coverage, are 201 connections requested, 2 points."""
     from app.api.context import Context
     from app.api.queue import JobQueue
     from app.api.schema import build_schema
 
-    class Priced(SchemaExtension):
-        def on_validate(self) -> Any:
-            yield
-            self.execution_context.context.extra["query_cost"] = 7
-
-    tuned = settings.model_copy(update={"rate_limit_anonymous_points": 10})
+    costly = """{ rateLimit { cost remaining used }
+                  stories(first: 100) { edges { node { articles(first: 1) { story { coverage { totalCount } } } } } }
+                }"""
+    tuned = settings.model_copy(update={"rate_limit_anonymous_points": 3})
     schema = build_schema(tuned)
-    schema.extensions = [Priced, *schema.extensions]
     limited = Services.open(tuned)
     try:
-        first = await schema.execute(document("RateLimit"), context_value=Context.create(limited, JobQueue(tuned)))
-        second = await schema.execute(TYPENAME, context_value=Context.create(limited, JobQueue(tuned)))
+        first = await schema.execute(costly, context_value=Context.create(limited, JobQueue(tuned)))
+        second = await schema.execute(costly, context_value=Context.create(limited, JobQueue(tuned)))
     finally:
         await limited.close()
-    assert first.data == {"rateLimit": {**(first.data or {})["rateLimit"], "cost": 7, "remaining": 3, "used": 7}}
+    assert not first.errors, first.errors
+    assert (first.data or {})["rateLimit"] == {"cost": 2, "remaining": 1, "used": 2}
     assert second.errors
-    assert second.errors[0].extensions == {"code": "RATE_LIMITED", "retryAfter": pytest.approx(1440, abs=2)}
+    assert second.errors[0].extensions == {"code": "RATE_LIMITED", "retryAfter": pytest.approx(1200, abs=2)}
     assert second.data is None
