@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
@@ -26,7 +25,11 @@ their pip wheels, with their data under NEWSAGG_HOME (default ./.newsagg)."""
 def _parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="newsagg", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    level = settings.log_level.upper()
+    parser.add_argument("--log-level", default=level, type=str.upper, choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help=f"default {level}")  # fmt: skip
+    parser.add_argument("--log-format", choices=["text", "json"], default=settings.log_format,
+                        help="text, or one JSON object a line (default: text on a terminal, else json)")  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     up = commands.add_parser("up", help="run everything: embedded servers if needed, migrations, API, worker",
@@ -115,11 +118,20 @@ def _add_bind(parser: argparse.ArgumentParser, settings: Settings) -> None:
     parser.add_argument("--port", type=int, default=settings.api_port, help=f"port (default {settings.api_port})")
 
 
+SERVING = ("up", "api", "worker")  # the processes whose metrics one API's /metrics reports
+
+
 def main(argv: list[str] | None = None) -> None:
     settings = get_settings()
     args = _parser(settings).parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # seven lines per migration, all alike
+    from app.observability import logs
+
+    args.log_format = logs.resolve_format(args.log_format)
+    logs.configure(args.log_level, args.log_format)
+    if args.command in SERVING:
+        from app.observability.multiprocess import share_folder
+
+        share_folder(settings.metrics_folder)  # before anything imports prometheus_client
     sys.exit(_run(args, settings) or 0)
 
 
@@ -127,17 +139,27 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
     if args.command == "up":
         from app.runtime.supervisor import UpOptions, run_up
 
-        return run_up(settings, UpOptions(host=args.host, port=args.port, demo=args.demo))
+        logged = {"NEWSAGG_LOG_LEVEL": args.log_level, "NEWSAGG_LOG_FORMAT": args.log_format}  # to its processes
+        return run_up(settings, UpOptions(host=args.host, port=args.port, demo=args.demo, environment=logged))
     if args.command == "api":
         import uvicorn
 
         from app.api.asgi import create_app
 
+        # log_config=None: uvicorn's loggers (server and access) keep no handler of their own, so its lines go through
+        # the root's, in newsagg's format and with the request id. proxy_headers off: X-Forwarded-For is believed only
+        # from NEWSAGG_RATE_LIMIT_TRUSTED_PROXIES (uvicorn's own reading would take it from any loopback peer, and a
+        # client could choose its rate-limit bucket)
         uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level.lower(),
-                    lifespan="on", ws="websockets-sansio", ws_max_size=settings.ws_max_message_bytes)  # fmt: skip
+                    log_config=None, lifespan="on", ws="websockets-sansio", proxy_headers=False,
+                    ws_max_size=settings.ws_max_message_bytes)  # fmt: skip
         return None
     if args.command == "worker":
+        from app.observability.multiprocess import serve
         from jobs.worker import create_worker
+
+        if settings.worker_metrics_address:
+            serve(settings.worker_metrics_address)
 
         create_worker(settings).run()
         return None

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.caching import SingleFlightCache
 from app.db.engine import create_engine, session_factory
+from app.ratelimit.policies import RateLimits
 from app.realtime.broadcast import Broadcaster
 from app.search.service import Search
 from app.settings import Settings
@@ -27,6 +28,7 @@ class Services:
     broadcaster: Broadcaster
     cache: SingleFlightCache
     search: Search
+    rate_limits: RateLimits
 
     @classmethod
     def open(cls, settings: Settings, *, pre_ping: bool = True) -> Services:
@@ -36,7 +38,7 @@ class Services:
         redis = Redis.from_url(settings.redis_url)
         sessions = session_factory(engine)
         return cls(settings, engine, sessions, redis, Broadcaster(redis), SingleFlightCache(redis),
-                   Search(settings, sessions, redis))  # fmt: skip
+                   Search(settings, sessions, redis), RateLimits(redis, settings))  # fmt: skip
 
     async def close(self) -> None:
         await self.broadcaster.close()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -126,6 +128,45 @@ class Settings(BaseSettings):
         description="An API process reuses a checked token or key this long (0: check every request); "
         "signing out or revoking a key takes effect at once on the process that did it, within this on the others.",
     )
+
+    # --- rate limits (DESIGN §6: token buckets in Redis shared by every API process) ---------------------------
+    rate_limit_enabled: bool = Field(
+        default=True, description="Meter GraphQL requests and account attempts against the budgets that follow."
+    )
+    rate_limit_points: int = Field(
+        default=5000,
+        ge=1,
+        description="Points an API key or a signed-in user may spend per window, GitHub's way: a query costs its "
+        "connections' requested items / 100 (at least 1); a bucket refills steadily over the window.",
+    )
+    rate_limit_anonymous_points: int = Field(
+        default=1000,
+        ge=1,
+        description="Points per window for callers without a credential, per client address "
+        "(an IPv6 address: per /64).",
+    )
+    rate_limit_window_seconds: float = Field(default=3600, gt=0, description="Window of the points budgets.")
+    rate_limit_trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Proxy addresses or CIDRs (e.g. 10.0.0.0/8) whose X-Forwarded-For names the client; from any "
+        "other peer the header is ignored.",
+    )
+    rate_limit_redis_timeout_seconds: float = Field(
+        default=0.25,
+        gt=0,
+        description="A bucket Redis does not answer within this is skipped: the request goes "
+        "through unmetered (counted), and Redis is asked again after a second.",
+    )
+    account_attempts_per_address: int = Field(
+        default=30,
+        ge=1,
+        description="logIn, signUp and apiKeyCreate attempts per client address and window, each "
+        "operation its own bucket (refused before any password is hashed).",
+    )
+    account_attempts_per_account: int = Field(
+        default=10, ge=1, description="logIn, signUp and apiKeyCreate attempts per account (email or user) and window."
+    )
+    account_attempts_window_seconds: float = Field(default=900, gt=0, description="Window of the attempt buckets.")
 
     # --- feeds (DESIGN §4 ranking) ------------------------------------------------------------------------
     feed_window_hours: float = Field(default=72, description="Feeds rank stories updated within this many hours.")
@@ -250,6 +291,29 @@ class Settings(BaseSettings):
     worker_max_jobs: int = Field(default=20, description="Concurrent jobs per worker process.")
     queue_name: str = Field(default="newsagg:queue", description="arq queue name.")
 
+    # --- observability ------------------------------------------------------------------------------------
+    log_format: Literal["text", "json"] | None = Field(
+        default=None,
+        description="`text` (aligned, for people) or `json` (one object a line, for collectors); unset: text when "
+        "standard error is a terminal, else json (`--log-format`).",
+    )
+    log_level: str = Field(
+        default="INFO", pattern=r"(?i)^(debug|info|warning|error)$", description="DEBUG, INFO, WARNING or ERROR "
+        "(`--log-level`).",
+    )  # fmt: skip
+    metrics_dir: Path | None = Field(
+        default=None,
+        description="Folder where every API and worker process of one host writes its metrics, so that any API's "
+        "/metrics reports them all (emptied when the first of them starts); unset: `metrics` under `home`.",
+    )
+
+    worker_metrics_address: str | None = Field(
+        default=None,
+        pattern=r"^[^:\s]*:\d{1,5}$",
+        description="HOST:PORT where `newsagg worker` also serves /metrics (its host's processes, as an API does), for "
+        "workers on hosts or in containers without an API process, e.g. `0.0.0.0:9100`; unset: none.",
+    )
+
     # --- embedded servers ---------------------------------------------------------------------------------
     embedded_database_name: str = Field(default="newsagg", description="Database created in embedded PostgreSQL.")
 
@@ -257,6 +321,17 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute_home(cls, home: Path) -> Path:
         return home.expanduser().resolve()
+
+    @property
+    def metrics_folder(self) -> Path:
+        return (self.metrics_dir or self.home / "metrics").expanduser().resolve()
+
+    @field_validator("rate_limit_trusted_proxies")
+    @classmethod
+    def _networks(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            ipaddress.ip_network(entry.strip(), strict=False)  # a typo fails at start, not silently per request
+        return entries
 
     @field_validator("database_url")
     @classmethod

@@ -98,6 +98,11 @@ def settings(database_url: str, server_urls: tuple[str, str], tmp_path_factory: 
         politeness_requests_per_second=1000.0,  # tests/test_politeness.py checks the real rate
         crawl_retry_delays_seconds=[0.05, 0.05, 0.05],
         auth_cache_seconds=0,  # tests change accounts in the database directly; tests/test_access.py covers the cache
+        # metered, but no test runs out: the rate-limit tests set budgets of their own (tests/test_rate_limits.py)
+        rate_limit_points=10**9,
+        rate_limit_anonymous_points=10**9,
+        account_attempts_per_address=10**6,
+        account_attempts_per_account=10**6,
     )
 
 
@@ -139,7 +144,7 @@ async def serve_api(settings: Settings, services: Services | None = None) -> Asy
     app opens its own (its own Redis connection and broadcaster, as a separate API process has)."""
     port = free_port()
     config = uvicorn.Config(create_app(settings, services), host="127.0.0.1", port=port, log_level="warning",
-                            lifespan="on", ws="websockets-sansio")  # fmt: skip
+                            lifespan="on", ws="websockets-sansio", proxy_headers=False)  # fmt: skip
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:

@@ -1,4 +1,4 @@
-"""The Starlette application: GraphQL over HTTP and WebSocket at /graphql, and /healthz."""
+"""The Starlette application: GraphQL over HTTP and WebSocket at /graphql, /healthz and /metrics."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from app.api.context import Context
 from app.api.graphiql import GraphiQLPage, graphiql_files
 from app.api.http_view import GraphQLOverHTTP
 from app.api.limits import BodySizeLimit
+from app.api.observability import RequestObservation, metrics
 from app.api.queue import JobQueue
 from app.api.response_cache import encode_response
 from app.api.schema import build_schema
@@ -111,11 +112,15 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         routes=[
             Route("/", root),
             Route("/healthz", healthz),
+            Route("/metrics", metrics),
             Route("/graphql", graphql_app),
             WebSocketRoute("/graphql", graphql_app),
             *websub_routes(lambda: holder["services"], queue),
             *([graphiql_files()] if settings.graphiql else []),
         ],
         lifespan=lifespan,
-        middleware=[Middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)],
+        middleware=[
+            Middleware(RequestObservation, paths=frozenset({"/", "/healthz", "/metrics", "/graphql"})),  # outermost
+            Middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes),
+        ],
     )

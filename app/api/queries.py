@@ -20,6 +20,7 @@ from app.api.types.article import ArticleNode
 from app.api.types.breaking import CURSOR_KIND as BREAKING_CURSOR
 from app.api.types.breaking import BreakingEvent
 from app.api.types.enums import SourceStatusEnum, TopicEnum
+from app.api.types.rate_limit import RateLimit, rate_limit
 from app.api.types.source import SourceNode
 from app.api.types.story import StoryNode
 from app.api.types.viewer import Viewer
@@ -200,4 +201,7 @@ class Query:
 
     trending: list[TrendingStory] = strawberry.field(
         resolver=trending_stories, description="Stories gaining articles and readers fastest in the window (public)."
+    )
+    rate_limit: RateLimit | None = strawberry.field(
+        resolver=rate_limit, description="Your points budget, GitHub's way (`dryRun: true` prices the query only)."
     )

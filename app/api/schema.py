@@ -28,8 +28,10 @@ from app.api.mutations.preferences import ViewerPayload
 from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
+from app.api.observability import OperationMetrics
 from app.api.persisted import PersistedQueryExtension
 from app.api.queries import Query
+from app.api.rate_limit import RateLimiter
 from app.api.request_errors import RequestErrorCodes
 from app.api.response_cache import ResponseCache, lifetimes
 from app.api.scalars import SCALARS
@@ -123,14 +125,16 @@ def _extensions(settings: Settings) -> list[Any]:
     rules: list[type[ASTValidationRule]] = [shape_rule(settings)]
     ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
-        InternalErrors,  # outermost: it sees what every other extension raises, and answers last
-        # before the others: they see the document a persisted query's hash stands for
+        OperationMetrics,  # first, so it sees every other extension's refusal
+        InternalErrors,  # then: it sees what every other extension raises (metrics count what it answers)
+        # then: the others see the document a persisted query's hash stands for
         lambda: PersistedQueryExtension(settings),
         RequestErrorCodes,
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
         lambda: QueryCost(settings),
-        TextInputCheck,
+        RateLimiter,  # charges the price QueryCost set, before the response cache (a cached answer pays)
+        TextInputCheck,  # after the charge: hostile input pays too
         lambda: ResponseCache(ttl_by_field=ttl_by_field),
     ]
     size = settings.graphql_cache_size

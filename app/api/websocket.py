@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import ConnectionInitMessage, SubscribeMessage
+from strawberry.types.execution import PreExecutionError
 
 from app.api import persisted
 from app.api.errors import BadRequest
@@ -143,6 +145,18 @@ class NewsaggTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
         lease: Lease | None = self.context.extra.get(LEASE)
         return lease
 
+    async def _send_result_stream(self, operation: Any, result_source: Any) -> None:
+        """A subscription the rate limit refused (its charge precedes execution) ends with an `error` message, as a
+        refused query or mutation does, rather than a `next` carrying the error."""
+
+        async def refusal_first() -> AsyncGenerator[Any, None]:
+            async for result in result_source:
+                if not isinstance(result, PreExecutionError) and _rate_limited(result):
+                    result = PreExecutionError(data=None, errors=result.errors)
+                yield result
+
+        await super()._send_result_stream(operation, refusal_first())
+
     async def shutdown(self) -> None:
         if self._pinger is not None:
             self._pinger.cancel()
@@ -155,3 +169,8 @@ class NewsaggTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
             CONNECTIONS.dec()
             if (lease := self._lease()) is not None:
                 await lease.release()
+
+
+def _rate_limited(result: Any) -> bool:
+    errors = getattr(result, "errors", None) or []
+    return len(errors) == 1 and (errors[0].extensions or {}).get("code") == "RATE_LIMITED"

@@ -10,6 +10,9 @@ import hashlib
 import hmac
 import os
 
+from prometheus_client import Counter
+
+HASHES = Counter("newsagg_password_hashes", "scrypt computations (sign-ups and log-ins, unknown emails included)")
 N, R, P = 1 << 14, 8, 1  # RFC 7914's interactive-login parameters
 KEY_BYTES = 32
 
@@ -20,6 +23,7 @@ def _b64(data: bytes) -> str:
 
 def hash_password(password: str) -> str:
     salt = os.urandom(16)
+    HASHES.inc()
     key = hashlib.scrypt(password.encode(), salt=salt, n=N, r=R, p=P, dklen=KEY_BYTES, maxmem=64 * 1024 * 1024)
     return f"scrypt${N}${R}${P}${_b64(salt)}${_b64(key)}"
 
@@ -30,6 +34,7 @@ def verify_password(password: str, stored: str) -> bool:
         if scheme != "scrypt":
             return False
         expected = base64.b64decode(key)
+        HASHES.inc()
         found = hashlib.scrypt(password.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p),
                                dklen=len(expected), maxmem=64 * 1024 * 1024)  # fmt: skip
     except (ValueError, TypeError):

@@ -11,9 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.api.auth import CREDENTIALS, bearer, require_viewer
 from app.api.context import Info
 from app.api.errors import bad_argument
+from app.api.rate_limit import admit_attempt
 from app.api.relay import database_id
 from app.api.types.account_error import AccountError, refused
 from app.api.types.viewer import ApiKeyInfo, Viewer
+from app.ratelimit.callers import account_key
 from app.users.errors import AccountRejected
 from app.users.models import User
 from app.users.service import Credential, create_api_key, log_in, log_out, revoke_api_key, sign_up
@@ -60,10 +62,12 @@ async def _signed_in(info: Info, start: Callable[[AsyncSession], Awaitable[tuple
 
 
 async def sign_up_resolver(info: Info, input: CredentialsInput) -> AuthPayload:
+    await admit_attempt(info.context, "signUp", account_key(input.email))
     return await _signed_in(info, lambda session: sign_up(session, input.email, input.password, _lifetime(info)))
 
 
 async def log_in_resolver(info: Info, input: CredentialsInput) -> AuthPayload:
+    await admit_attempt(info.context, "logIn", account_key(input.email))
     return await _signed_in(info, lambda session: log_in(session, input.email, input.password, _lifetime(info)))
 
 
@@ -79,6 +83,7 @@ async def log_out_resolver(info: Info, everywhere: bool = False) -> LogOutPayloa
 
 async def api_key_create_resolver(info: Info, name: str) -> ApiKeyPayload:
     user = await require_viewer(info)
+    await admit_attempt(info.context, "apiKeyCreate", f"user:{user.id}")
     try:
         async with info.context.services.db.begin() as session:
             key, credential = await create_api_key(session, user, name)
