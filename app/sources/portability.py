@@ -10,9 +10,10 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.settings import Settings
+from app.sources.errors import SourceErrorCode, SourceRejected
 from app.sources.models import Source
 from app.sources.opml import OpmlFeed, read_opml, write_opml
-from app.sources.service import SourceErrorCode, SourceRejected, SourceRequest, create_source
+from app.sources.service import SourceRequest, create_source
 
 log = logging.getLogger(__name__)
 MAX_OPML_FEEDS = 10_000
@@ -26,9 +27,11 @@ class ImportReport:
 
 
 async def import_opml(
-    session: AsyncSession, settings: Settings, document: bytes, *, resolve: bool = True
+    session: AsyncSession, settings: Settings, document: bytes, *, resolve: bool = True, authority: bool = True
 ) -> ImportReport:
-    """Every feed of the document becomes a source, once; refusals are reported, not fatal."""
+    """Every feed of the document becomes a source, once; refusals are reported, not fatal. Without `authority`
+    (an importer who is not an administrator) the document's `authority` attributes are ignored: 0.5 for all.
+    Titles name the sources until their feeds are fetched; then the feeds' own titles do."""
     feeds = read_opml(document)
     if len(feeds) > MAX_OPML_FEEDS:
         raise SourceRejected(SourceErrorCode.INVALID, f"more than {MAX_OPML_FEEDS} feeds in one import", "opml")
@@ -36,7 +39,7 @@ async def import_opml(
     for feed in feeds:
         request = SourceRequest(
             feed_url=feed.feed_url, name=feed.title, site_url=feed.site_url, category=feed.category,
-            language=feed.language, authority=feed.authority if feed.authority is not None else 0.5,
+            language=feed.language, authority=feed.authority if feed.authority is not None and authority else 0.5,
         )  # fmt: skip
         try:
             async with session.begin_nested():  # one refused feed does not undo the others
