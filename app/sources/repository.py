@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,7 +25,7 @@ class NewSource:
     authority: float
     min_interval_s: int
     max_interval_s: int
-    admin_fields: list[str]
+    admin_fields: list[str] = field(default_factory=list)  # chosen by an administrator: the feed may not rename
 
 
 async def insert_source(session: AsyncSession, new: NewSource) -> Source | None:
