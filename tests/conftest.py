@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -35,6 +36,7 @@ from tests.servers import test_servers
 
 REPO = Path(__file__).resolve().parents[1]
 GRAPHQL_DIR = REPO / "graphql"
+NODE_TOOLS = REPO / "tests" / "js"  # the reference npm clients, pinned by its package-lock.json
 
 
 def shared_data_dir() -> Path:
@@ -157,6 +159,20 @@ async def api_url(settings: Settings, services: Services) -> AsyncIterator[str]:
     """The real ASGI app served by uvicorn on a loopback port, in this test session's event loop."""
     async with serve_api(settings, services) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """node, for the reference npm clients in tests/js. Nothing is installed here: `.ci/run` (or
+    `npm ci --prefix tests/js`) does it; without node or those packages the test skips, saying which."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is needed to run the reference npm clients (tests/js)")
+    wanted = json.loads((NODE_TOOLS / "package.json").read_text())["dependencies"]
+    missing = [name for name in wanted if not (NODE_TOOLS / "node_modules" / name).is_dir()]
+    if missing:
+        pytest.skip(f"npm packages {missing} are not installed: run `npm ci --prefix tests/js` (.ci/run does)")
+    return node
 
 
 def newsagg(*args: str, env: dict[str, str] | None = None, timeout: float = 120,

@@ -1,42 +1,18 @@
 """The reference client: `graphql-ws` from npm (tests/js, versions pinned by its package-lock.json) signs in through
-connectionParams, asks who it is, subscribes to breakingNews and gets the event. The test installs the client with
-`npm ci` the first time; it skips, saying why, where node/npm are missing or the npm registry cannot be reached."""
+connectionParams, asks who it is, subscribes to breakingNews and gets the event. It skips, saying why, where node or
+the packages are missing (the `node` fixture)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from app.outbox.relay import relay
 from app.services import Services
 from app.stories.velocity import BREAKING_TOPIC
-from tests.conftest import GraphQLClient, document, until_listening
+from tests.conftest import NODE_TOOLS, GraphQLClient, document, until_listening
 from tests.newsroom import add_breaking_event, sign_up
-
-CLIENT = Path(__file__).resolve().parent / "js"
-
-
-@pytest.fixture(scope="session")
-def node() -> str:
-    """node, with the client's packages installed into tests/js/node_modules."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed to run the graphql-ws reference client (tests/js)")
-    if not (CLIENT / "node_modules" / "graphql-ws").is_dir():
-        try:
-            installed = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=CLIENT, capture_output=True,
-                                       text=True, timeout=300)  # fmt: skip
-        except subprocess.TimeoutExpired:
-            pytest.skip("npm ci in tests/js took over 5 minutes (is the npm registry reachable?)")
-        if installed.returncode != 0:
-            pytest.skip(f"npm ci in tests/js failed (is the npm registry reachable?): {installed.stderr[-400:]}")
-    return node
 
 
 async def lines(process: asyncio.subprocess.Process) -> Any:
@@ -50,8 +26,8 @@ async def test_the_graphql_ws_client_signs_in_and_gets_breaking_news(node: str, 
     credentials = {"email": "ws-client@example.com"}
     token = await sign_up(gql, **credentials)
     url = api_url.replace("http://", "ws://") + "/graphql"
-    arguments = [str(CLIENT / "subscribe.mjs"), url, token, document("BreakingNews"), "1"]
-    client = await asyncio.create_subprocess_exec(node, *arguments, cwd=CLIENT, stdout=asyncio.subprocess.PIPE)
+    arguments = [str(NODE_TOOLS / "subscribe.mjs"), url, token, document("BreakingNews"), "1"]
+    client = await asyncio.create_subprocess_exec(node, *arguments, cwd=NODE_TOOLS, stdout=asyncio.subprocess.PIPE)
     try:
         frames = lines(client)
         assert await anext(frames) == {"connected": True}

@@ -11,12 +11,13 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from app.api.context import Context
+from app.api.graphiql import GraphiQLPage, graphiql_files
+from app.api.http_view import GraphQLOverHTTP
 from app.api.limits import BodySizeLimit
 from app.api.queue import JobQueue
 from app.api.response_cache import encode_response
@@ -34,7 +35,7 @@ from app.settings import Settings
 GC_THRESHOLDS = (100_000, 50, 100)
 
 
-class NewsaggGraphQL(GraphQL[Context, None]):
+class NewsaggGraphQL(GraphQLOverHTTP):
     graphql_transport_ws_handler_class = NewsaggTransportWSHandler  # pings; a typed error past the operation limit
 
     def __init__(self, services_ref: dict[str, Services], queue: JobQueue, settings: Settings) -> None:
@@ -49,6 +50,10 @@ class NewsaggGraphQL(GraphQL[Context, None]):
         )
         self._services = services_ref
         self._queue = queue
+        self._graphiql = GraphiQLPage()
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return self._graphiql.response()  # ours, with its files served here, not strawberry's page from a CDN
 
     def encode_json(self, data: object) -> str | bytes:
         return encode_response(data) or super().encode_json(data)
@@ -92,6 +97,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             Route("/graphql", graphql_app),
             WebSocketRoute("/graphql", graphql_app),
             *websub_routes(lambda: holder["services"], queue),
+            *([graphiql_files()] if settings.graphiql else []),
         ],
         lifespan=lifespan,
         middleware=[Middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)],

@@ -36,6 +36,7 @@ from app.api.mutations.source_refresh import SourceRefreshPayload, source_refres
 from app.api.mutations.source_update import SourceUpdatePayload, source_update
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
 from app.api.queries import Query
+from app.api.request_errors import RequestErrorCodes
 from app.api.response_cache import ResponseCache, lifetimes
 from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
@@ -137,6 +138,7 @@ def _extensions(settings: Settings) -> list[Any]:
     ]
     ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
+        RequestErrorCodes,
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
         lambda: ResponseCache(ttl_by_field=ttl_by_field),
