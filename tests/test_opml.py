@@ -14,7 +14,7 @@ from app.services import Services
 from app.settings import Settings
 from app.sources.models import Source
 from app.sources.opml import OpmlError, OpmlFeed, read_opml, write_opml
-from app.sources.portability import default_sources_opml, load_default_sources
+from app.sources.portability import default_sources_opml, import_opml, load_default_sources
 from tests.conftest import GraphQLClient, newsagg
 from tests.newsroom import administrator
 
@@ -81,6 +81,21 @@ async def test_import_through_the_api_then_export(gql: GraphQLClient, services: 
         "http://127.0.0.1:9/a.xml", "http://127.0.0.1:9/b.xml", "http://127.0.0.1:9/c.xml"}  # fmt: skip
     broken = (await admin.run("SourcesImport", opml="<nope"))["sourcesImport"]
     assert broken["errors"][0]["code"] == "INVALID"
+
+
+async def test_a_lists_free_text_is_tidied_not_refused(services: Services, settings: Settings) -> None:
+    folder = "Very long folder name " * 10
+    document = f"""<opml version="2.0"><body><outline text="{folder}">
+        <outline title="Wire&#10;Desk" xmlUrl="http://127.0.0.1:9/w.xml" language="English"/>
+        <outline title="Paper" xmlUrl="http://127.0.0.1:9/p.xml" language="pt-BR"/>
+    </outline></body></opml>""".encode()
+    async with services.db.begin() as session:
+        report = await import_opml(session, settings, document)
+    assert report.rejected == []
+    assert [(s.name, s.category, s.language) for s in report.created] == [
+        ("Wire Desk", folder.strip()[:100].strip(), None),
+        ("Paper", folder.strip()[:100].strip(), "pt-br"),
+    ]
 
 
 async def test_default_sources_only_on_an_empty_database(services: Services, settings: Settings) -> None:

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.settings import Settings
+from app.sources import rules
 from app.sources.errors import SourceErrorCode, SourceRejected
 from app.sources.models import Source
 from app.sources.opml import OpmlFeed, read_opml, write_opml
@@ -38,8 +39,9 @@ async def import_opml(
     report = ImportReport()
     for feed in feeds:
         request = SourceRequest(
-            feed_url=feed.feed_url, name=feed.title, site_url=feed.site_url, category=feed.category,
-            language=feed.language, authority=feed.authority if feed.authority is not None and authority else 0.5,
+            feed_url=feed.feed_url, name=feed.title, site_url=feed.site_url, category=_category(feed.category),
+            language=_language(feed.language),
+            authority=feed.authority if feed.authority is not None and authority else 0.5,
         )  # fmt: skip
         try:
             async with session.begin_nested():  # one refused feed does not undo the others
@@ -50,6 +52,20 @@ async def import_opml(
             else:
                 report.rejected.append((feed.feed_url, error))
     return report
+
+
+def _category(folder: str | None) -> str | None:
+    """A list's folder names are free text: one line, cut to a category's length."""
+    category = " ".join((folder or "").split())[: rules.MAX_CATEGORY]
+    return category or None
+
+
+def _language(code: str | None) -> str | None:
+    """A list's language attribute is kept when it is a code, dropped otherwise ("English"): not worth the feed."""
+    try:
+        return rules.checked_language(code)
+    except SourceRejected:
+        return None
 
 
 async def export_opml(session: AsyncSession) -> str:

@@ -11,6 +11,8 @@ long, and between two batches every story is consistent. The rest follows from t
 - the source is paused first, so no crawl is started while its articles go; the last transaction locks its row (a
   fetch already under way cannot add articles past it), deletes whatever that fetch stored, then the source with its
   schedule, fetch log, follows and mutes.
+Interrupted (the request cancelled, the database gone), the source is left paused with the articles not yet deleted
+and every story consistent; deleting it again finishes the work.
 """
 
 from __future__ import annotations
