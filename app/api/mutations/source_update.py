@@ -8,7 +8,7 @@ from strawberry import relay
 
 from app.api.auth import require_source_admin
 from app.api.context import Info
-from app.api.mutations.source_create import SourceCreateError as SourceError
+from app.api.mutations.source_create import SourceErrorCodeEnum
 from app.api.relay import id_of
 from app.api.types.enums import SourceStatusEnum
 from app.api.types.source import SourceNode
@@ -34,10 +34,17 @@ class SourceUpdateInput:
     )
 
 
+@strawberry.type(description="Why sourceUpdate changed nothing.")
+class SourceUpdateError:
+    code: SourceErrorCodeEnum  # type: ignore[valid-type]
+    field: str | None
+    message: str
+
+
 @strawberry.type
 class SourceUpdatePayload:
     source: SourceNode | None
-    errors: list[SourceError]
+    errors: list[SourceUpdateError]
 
 
 async def source_update(info: Info, id: relay.GlobalID, input: SourceUpdateInput) -> SourceUpdatePayload:
@@ -53,6 +60,6 @@ async def source_update(info: Info, id: relay.GlobalID, input: SourceUpdateInput
             source = await change_source(session, id_of(id, "Source", "id"), change, by_admin=admin)
             node = SourceNode.from_model(source)
     except SourceRejected as error:
-        return SourceUpdatePayload(source=None, errors=[SourceError(code=error.code, field=error.field,
+        return SourceUpdatePayload(source=None, errors=[SourceUpdateError(code=error.code, field=error.field,
                                                                      message=str(error))])  # fmt: skip
     return SourceUpdatePayload(source=node, errors=[])
