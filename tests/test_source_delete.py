@@ -20,6 +20,7 @@ from app.sources.models import CrawlSchedule, Source
 from app.stories.clustering import story_topics
 from app.stories.models import StoryCluster
 from app.stories.store import ClusteringCache
+from app.stories.updates import STORY_UPDATED_TOPIC
 from app.users.models import ReadEvent, User
 from tests.conftest import GraphQLClient, count_queries
 from tests.newsroom import add_source, administrator, global_id
@@ -126,6 +127,8 @@ async def test_deleting_a_source_keeps_every_story_consistent(
         reads = list(await session.scalars(select(ReadEvent.article_id)))
         events = list(await session.scalars(select(OutboxEvent).where(OutboxEvent.id > last_event,
                                                                        OutboxEvent.topic == SEARCH_TOPIC)))  # fmt: skip
+        newer = (OutboxEvent.id > last_event, OutboxEvent.topic == STORY_UPDATED_TOPIC)
+        updates = list(await session.scalars(select(OutboxEvent.payload).where(*newer).order_by(OutboxEvent.id)))
         assert await session.scalar(select(func.count()).select_from(User)) == 2
 
     _assert_stories_match_their_articles(stories, articles, authority)
@@ -134,6 +137,9 @@ async def test_deleting_a_source_keeps_every_story_consistent(
     assert all(s.representative_article_id is None and s.centroid == {} and not s.is_breaking for s in emptied)
     assert all(a.duplicate_of_id is None for a in articles)  # the copies' original is gone: they stand alone
     assert sorted(reads) == sorted(a.id for a in articles if a.cluster_id and a.cluster_id <= 100)
+    latest = {update["story_id"]: update for update in updates}  # what a storyUpdated subscriber saw last
+    assert {i: (u["article_count"], u["source_count"]) for i, u in latest.items()} == {
+        i: (s.article_count, s.source_count) for i, s in stories.items()}  # fmt: skip
     gone = {int(i) for e in events for i in e.payload["articles"] if not e.payload["inserted"]}
     assert len(gone) == DOOMED  # the search index is told of each
     assert not gone & {a.id for a in articles}

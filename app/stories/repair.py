@@ -5,7 +5,8 @@ A story keeps its centroid (the terms of the articles it lost fade as others joi
 article's weights as they were) and its times. A story left with no article is emptied rather than deleted: the
 workers' copies of the clustering state learn of it on their next catch-up (app/stories/store.py forgets a story
 whose article count is 0) and no write of theirs can bring it back; every read leaves it out. Both are stamped with
-a new revision under the clustering lock, like any other write of clustering state.
+a new revision under the clustering lock, like any other write of clustering state, and announced to `storyUpdated`
+subscribers as any change of a story is (an emptied story's update has no articles, and no story behind it).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from dataclasses import dataclass
 from sqlalchemy import text
 
 from app.db.engine import Executor
+from app.outbox import repository as outbox
 from app.stories.clustering import STORY_TOPIC_SHARE
 from app.stories.store import CLUSTERING_LOCK
+from app.stories.updates import STORY_UPDATED_TOPIC
 
 _REPAIR = text(f"""
     WITH members AS (
@@ -64,7 +67,7 @@ _REPAIR = text(f"""
         is_breaking = sc.is_breaking AND r.size IS NOT NULL,
         revision = :revision
     FROM repaired r WHERE sc.id = r.id
-    RETURNING sc.id, sc.article_count
+    RETURNING sc.id, sc.article_count, sc.source_count, sc.last_updated_at
 """)
 
 
@@ -82,6 +85,10 @@ async def repair_stories(db: Executor, story_ids: list[int], gone_sources: list[
     revision = await db.scalar(text("SELECT nextval('story_revision_seq')"))
     rows = (await db.execute(_REPAIR, {"stories": sorted(set(story_ids)), "revision": revision,
                                        "gone": [str(s) for s in gone_sources]})).all()  # fmt: skip
+    await outbox.add_once(db, STORY_UPDATED_TOPIC, {f"{STORY_UPDATED_TOPIC}:{row.id}:{revision}": {
+        "story_id": row.id, "article_count": row.article_count, "source_count": row.source_count,
+        "last_updated_at": row.last_updated_at.isoformat(), "revision": revision,
+    } for row in rows})  # fmt: skip
     return Repair(len(rows), sum(1 for row in rows if row.article_count == 0))
 
 
