@@ -1,10 +1,9 @@
-"""The `newsagg` command: up, api, worker, migrate, opml, users, reindex, eval, topics, schema, settings."""
+"""The `newsagg` command: up, api, worker, migrate, opml, users, documents, reindex, eval, topics, schema, settings."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
@@ -26,7 +25,11 @@ their pip wheels, with their data under NEWSAGG_HOME (default ./.newsagg)."""
 def _parser(settings: Settings) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="newsagg", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    level = settings.log_level.upper()
+    parser.add_argument("--log-level", default=level, type=str.upper, choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help=f"default {level}")  # fmt: skip
+    parser.add_argument("--log-format", choices=["text", "json"], default=settings.log_format,
+                        help="text, or one JSON object a line (default: text on a terminal, else json)")  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     up = commands.add_parser("up", help="run everything: embedded servers if needed, migrations, API, worker",
@@ -68,6 +71,17 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     revoke = user_commands.add_parser("revoke-admin", help="take source management away from an account")
     revoke.add_argument("email")
 
+    documents = commands.add_parser(
+        "documents",
+        help="trusted documents: what may run when NEWSAGG_TRUSTED_DOCUMENTS_ONLY is set (embedded "
+        "PostgreSQL if no URL)",
+    )
+    document_commands = documents.add_subparsers(dest="documents_command", required=True, metavar="ACTION")
+    register = document_commands.add_parser("register", help="trust GraphQL documents (graphql/ needs no registering)")
+    register.add_argument("files", type=Path, nargs="+", metavar="FILE",
+                          help="a .graphql document, or an Apollo persisted query manifest (.json)")  # fmt: skip
+    document_commands.add_parser("list", help="the registered documents: SHA-256, name, date")
+
     reindex = commands.add_parser(
         "reindex", help="send every article to the Meilisearch index again (safe while ingest runs; needs MEILI_URL)"
     )
@@ -108,11 +122,20 @@ def _add_bind(parser: argparse.ArgumentParser, settings: Settings) -> None:
     parser.add_argument("--port", type=int, default=settings.api_port, help=f"port (default {settings.api_port})")
 
 
+SERVING = ("up", "api", "worker")  # the processes whose metrics one API's /metrics reports
+
+
 def main(argv: list[str] | None = None) -> None:
     settings = get_settings()
     args = _parser(settings).parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # seven lines per migration, all alike
+    from app.observability import logs
+
+    args.log_format = logs.resolve_format(args.log_format)
+    logs.configure(args.log_level, args.log_format)
+    if args.command in SERVING:
+        from app.observability.multiprocess import share_folder
+
+        share_folder(settings.metrics_folder)  # before anything imports prometheus_client
     sys.exit(_run(args, settings) or 0)
 
 
@@ -120,18 +143,26 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
     if args.command == "up":
         from app.runtime.supervisor import UpOptions, run_up
 
-        return run_up(settings, UpOptions(host=args.host, port=args.port, demo=args.demo))
+        logged = {"NEWSAGG_LOG_LEVEL": args.log_level, "NEWSAGG_LOG_FORMAT": args.log_format}  # to its processes
+        return run_up(settings, UpOptions(host=args.host, port=args.port, demo=args.demo, environment=logged))
     if args.command == "api":
         import uvicorn
 
         from app.api.asgi import create_app
 
         _first_admin_hint(settings)
+        # log_config=None: uvicorn's loggers (server and access) keep no handler of their own, so its lines go through
+        # the root's, in newsagg's format and with the request id
         uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level.lower(),
-                    lifespan="on", ws="websockets-sansio")  # fmt: skip
+                    log_config=None, lifespan="on", ws="websockets-sansio",
+                    ws_max_size=settings.ws_max_message_bytes)  # fmt: skip
         return None
     if args.command == "worker":
+        from app.observability.multiprocess import serve
         from jobs.worker import create_worker
+
+        if settings.worker_metrics_address:
+            serve(settings.worker_metrics_address)
 
         create_worker(settings).run()
         return None
@@ -141,6 +172,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return _opml(settings, args)
     if args.command == "users":
         return _users(settings, args)
+    if args.command == "documents":
+        return _documents(settings, args)
     if args.command == "reindex":
         return _reindex(settings, args.since)
     if args.command == "eval":
@@ -260,6 +293,7 @@ def _new_password() -> str:
 def _first_admin_hint(settings: Settings) -> None:
     """Logged at start while no account is an administrator (a fresh database): how to make the first one."""
     import asyncio
+    import logging
 
     from app.db.engine import create_engine, session_factory
     from app.users.service import first_admin_hint
@@ -279,6 +313,24 @@ def _first_admin_hint(settings: Settings) -> None:
         return
     if found:
         logging.getLogger(__name__).warning(found)
+
+
+def _documents(settings: Settings, args: argparse.Namespace) -> int:
+    from app.db.engine import session_factory
+    from app.documents import trusted
+
+    async def run(engine: AsyncEngine) -> int:
+        async with session_factory(engine).begin() as session:
+            if args.documents_command == "list":
+                for row in await trusted.registered(session):
+                    print(f"{row.sha256}  {row.name or '-'}  {row.registered_at:%Y-%m-%d %H:%M}")
+                return 0
+            operations = [op for path in args.files for op in trusted.operations_in(path)]
+            for digest, operation in zip(await trusted.register(session, operations), operations, strict=True):
+                print(f"{digest}  {operation.name or '-'}")
+        return 0
+
+    return _with_database(settings, run)
 
 
 def _date(value: str) -> datetime:

@@ -2,6 +2,7 @@
 
 from app.articles.models import Article
 from app.db.base import Base
+from app.documents.models import TrustedDocument
 from app.outbox.models import OutboxEvent
 from app.search.models import SearchTerm
 from app.sources.models import CrawlSchedule, FetchLog, Source
@@ -32,6 +33,7 @@ __all__ = [
     "StoryCluster",
     "StoryVocabulary",
     "TopicFollow",
+    "TrustedDocument",
     "User",
     "UserInterest",
     "UserSession",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -49,12 +50,69 @@ class Settings(BaseSettings):
     )
     query_max_depth: int = Field(default=12, description="Deepest GraphQL selection accepted.")
     query_max_tokens: int = Field(default=2000, description="Most tokens in one GraphQL document.")
-    query_max_aliases: int = Field(default=30, description="Most aliases in one GraphQL document.")
+    query_max_aliases: int = Field(
+        default=30, description="Most aliases in one GraphQL operation, each counted where its fragment is used."
+    )
+    query_max_fragment_spreads: int = Field(
+        default=100,
+        ge=0,
+        description="Most fragment spreads in one GraphQL operation, a spread inside a fragment counted each time "
+        "that fragment is spread.",
+    )
+    query_max_nodes: int = Field(
+        default=500_000,
+        ge=0,
+        description="Most nodes one GraphQL operation may ask for (GitHub's rule): each connection's page size "
+        "(`first`, else the default page size) times its items' own nodes plus one, down nested connections.",
+    )
+    query_max_cost: int = Field(
+        default=1000,
+        ge=1,
+        description="Most points one GraphQL operation may cost (GitHub's rule: connections requested, each "
+        "multiplied by the page sizes above it, / 100, at least 1).",
+    )
     ws_max_subscriptions: int = Field(
         default=20, ge=1, description="Operations one WebSocket may run at once; past it a subscribe gets an error."
     )
     ws_keepalive_seconds: float = Field(
         default=15, gt=0, description="The server pings every WebSocket (graphql-transport-ws `ping`) this often."
+    )
+    ws_operations_per_second: float = Field(
+        default=10,
+        gt=0,
+        description="Operations (and pings) one WebSocket may send per second, on average; past it "
+        "an operation gets a TOO_MANY_OPERATIONS error.",
+    )
+    ws_operations_burst: int = Field(
+        default=30,
+        ge=1,
+        description="Operations a WebSocket may send at once before the per-second rate applies; "
+        "refused ones count too, and this many past it close the socket with 4429.",
+    )
+    ws_max_message_bytes: int = Field(
+        default=64 * 1024, ge=1024, description="Largest WebSocket message read; a bigger one closes the socket (1009)."
+    )
+    ws_max_connections_per_client: int = Field(
+        default=50,
+        ge=1,
+        description="WebSockets one client (signed-in user, else IP address) may hold open across "
+        "every API process; past it connection_init is answered by a close with 4429.",
+    )
+    persisted_queries: bool = Field(
+        default=True,
+        description="Automatic persisted queries (Apollo's `extensions.persistedQuery`): a client may "
+        "send a document's SHA-256 instead of its text once the API has seen it.",
+    )
+    persisted_query_seconds: int = Field(
+        default=7 * 24 * 3600, ge=60, description="A persisted query is kept in Redis this long after its last use."
+    )
+    persisted_query_max_bytes: int = Field(
+        default=32 * 1024, ge=1024, description="Largest document kept as a persisted query (longer ones still run)."
+    )
+    trusted_documents_only: bool = Field(
+        default=False,
+        description="Run only trusted documents: those in `graphql/` and those registered with "
+        "`newsagg documents register`; any other is refused with PERSISTED_QUERY_NOT_ALLOWED.",
     )
     open_source_admin: bool = Field(
         default=False,
@@ -200,6 +258,29 @@ class Settings(BaseSettings):
     worker_max_jobs: int = Field(default=20, description="Concurrent jobs per worker process.")
     queue_name: str = Field(default="newsagg:queue", description="arq queue name.")
 
+    # --- observability ------------------------------------------------------------------------------------
+    log_format: Literal["text", "json"] | None = Field(
+        default=None,
+        description="`text` (aligned, for people) or `json` (one object a line, for collectors); unset: text when "
+        "standard error is a terminal, else json (`--log-format`).",
+    )
+    log_level: str = Field(
+        default="INFO", pattern=r"(?i)^(debug|info|warning|error)$", description="DEBUG, INFO, WARNING or ERROR "
+        "(`--log-level`).",
+    )  # fmt: skip
+    metrics_dir: Path | None = Field(
+        default=None,
+        description="Folder where every API and worker process of one host writes its metrics, so that any API's "
+        "/metrics reports them all (emptied when the first of them starts); unset: `metrics` under `home`.",
+    )
+
+    worker_metrics_address: str | None = Field(
+        default=None,
+        pattern=r"^[^:\s]*:\d{1,5}$",
+        description="HOST:PORT where `newsagg worker` also serves /metrics (its host's processes, as an API does), for "
+        "workers on hosts or in containers without an API process, e.g. `0.0.0.0:9100`; unset: none.",
+    )
+
     # --- embedded servers ---------------------------------------------------------------------------------
     embedded_database_name: str = Field(default="newsagg", description="Database created in embedded PostgreSQL.")
 
@@ -207,6 +288,10 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute_home(cls, home: Path) -> Path:
         return home.expanduser().resolve()
+
+    @property
+    def metrics_folder(self) -> Path:
+        return (self.metrics_dir or self.home / "metrics").expanduser().resolve()
 
     @field_validator("database_url")
     @classmethod

@@ -196,7 +196,8 @@ class Child:
 async def api_process(settings: Settings) -> AsyncIterator[str]:
     """`newsagg api` on a free port, against the scratch database and the bench's Redis."""
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": settings.database_url or "", "REDIS_URL": settings.redis_url or ""}
+    env = {**os.environ, "DATABASE_URL": settings.database_url or "", "REDIS_URL": settings.redis_url or "",
+           "NEWSAGG_WS_MAX_CONNECTIONS_PER_CLIENT": "1000000"}  # fmt: skip  # every subscriber: this one address
     process = await asyncio.create_subprocess_exec(sys.executable, "-m", "app", "--log-level", "WARNING", "api",
                                                    "--port", str(port), cwd=REPO, env=env)  # fmt: skip
     try:

@@ -11,6 +11,7 @@ from typing import Any
 from app.ingest.events import publish_articles_added
 from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
 from app.ingest.scheduler import claim_due_sources
+from app.observability.work import count_push, count_refresh
 from app.queue_names import REFRESH_SOURCE, UNDERSTAND_ARTICLES
 from app.services import Services
 from app.sources import repository as sources
@@ -53,6 +54,7 @@ async def refresh_source_job(
             _queue_name=services.settings.queue_name,
         )
     await after_ingest(ctx, source_id, outcome)
+    count_refresh(outcome.status, len(outcome.new_article_ids))
     return {"status": outcome.status, "new": len(outcome.new_article_ids), "error": outcome.error_class}
 
 
@@ -73,6 +75,7 @@ async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, cont
     services: Services = ctx["services"]
     outcome = await ingest_body(services.engine, services.settings, source_id, body, content_type)
     await after_ingest(ctx, source_id, outcome)
+    count_push(len(outcome.new_article_ids))
     return outcome.status
 
 

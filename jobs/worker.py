@@ -1,22 +1,27 @@
 """The arq worker: crawling (the crawl tick, source refreshes, WebSub pushes and subscriptions), understanding and
 clustering new articles into stories, relaying the outbox to Redis, keeping the search index in sync (and building the
-day's text-search index over the last days' articles), and pruning old rows. The jobs live in jobs/crawl.py,
-jobs/websub.py, jobs/stories.py, jobs/outbox.py and jobs/search.py; this module starts and registers them."""
+day's text-search index over the last days' articles), and pruning old rows; it samples its backlogs for /metrics. The
+jobs live in jobs/crawl.py, jobs/websub.py, jobs/stories.py, jobs/outbox.py, jobs/search.py and jobs/backlogs.py; this
+module starts and registers them, each timed and its failures counted (app/observability/work.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from arq import cron
 from arq.connections import RedisSettings
+from arq.cron import CronJob
 from arq.worker import Function, Worker, func
 
 from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
+from app.observability.work import measured
 from app.queue_names import CRAWL_TICK, INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES, WEBSUB_SUBSCRIBE
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.stories.store import ClusteringCache
+from jobs.backlogs import SAMPLE_SECONDS, sample_backlogs_job
 from jobs.crawl import crawl_tick, ingest_push_job, prune_fetch_log, refresh_source_job
 from jobs.outbox import prune_outbox, relay_outbox_job
 from jobs.search import recent_index_job, sync_search_job
@@ -46,30 +51,39 @@ def tick_seconds(every: int) -> set[int]:
     return set(range(0, 60, every))
 
 
+def _job(function: Callable[..., Coroutine[Any, Any, Any]], name: str, max_tries: int) -> Function:
+    """A job enqueued by name, measured under that name; results are not kept (nothing reads them)."""
+    return func(measured(function, name), name=name, keep_result=0, max_tries=max_tries)
+
+
+def _cron(function: Callable[..., Coroutine[Any, Any, Any]], **schedule: Any) -> CronJob:
+    """A periodic job, measured under its function's name."""
+    return cron(measured(function), keep_result=0, **schedule)
+
+
 def worker_options(settings: Settings) -> dict[str, Any]:
     """Everything arq needs, from newsagg's settings (used by `newsagg worker` and by tests)."""
     if not settings.redis_url:
         raise SystemExit("REDIS_URL is not set: run `newsagg up` (starts embedded Redis) or set REDIS_URL")
     functions: list[Function] = [
-        func(refresh_source_job, name=REFRESH_SOURCE, keep_result=0, max_tries=1),
-        func(crawl_tick, name=CRAWL_TICK, keep_result=0, max_tries=1),  # also enqueueable, besides the cron
-        func(ingest_push_job, name=INGEST_PUSH, keep_result=0, max_tries=1),
-        func(websub_subscribe_job, name=WEBSUB_SUBSCRIBE, keep_result=0, max_tries=1),
-        func(understand_articles_job, name=UNDERSTAND_ARTICLES, keep_result=0, max_tries=3),
+        _job(refresh_source_job, REFRESH_SOURCE, max_tries=1),
+        _job(crawl_tick, CRAWL_TICK, max_tries=1),  # also enqueueable, besides the cron
+        _job(ingest_push_job, INGEST_PUSH, max_tries=1),
+        _job(websub_subscribe_job, WEBSUB_SUBSCRIBE, max_tries=1),
+        _job(understand_articles_job, UNDERSTAND_ARTICLES, max_tries=3),
     ]
     return {
         "functions": functions,
         "cron_jobs": [
-            cron(crawl_tick, second=tick_seconds(settings.crawl_tick_seconds), run_at_startup=True, keep_result=0),
-            cron(websub_renew, minute=17, second=0, keep_result=0),
-            cron(prune_fetch_log, minute=41, second=0, keep_result=0),
-            cron(prune_outbox, minute=41, second=30, keep_result=0),
-            cron(merge_stories_job, minute=set(range(0, 60, 2)), second=30, keep_result=0),
-            cron(relay_outbox_job, second=tick_seconds(5), keep_result=0),
-            cron(sync_search_job, second=tick_seconds(5), keep_result=0),
-            cron(
-                recent_index_job, minute=7, second=0, run_at_startup=True, keep_result=0, timeout=RECENT_INDEX_TIMEOUT_S
-            ),
+            _cron(crawl_tick, second=tick_seconds(settings.crawl_tick_seconds), run_at_startup=True),
+            _cron(websub_renew, minute=17, second=0),
+            _cron(prune_fetch_log, minute=41, second=0),
+            _cron(prune_outbox, minute=41, second=30),
+            _cron(merge_stories_job, minute=set(range(0, 60, 2)), second=30),
+            _cron(relay_outbox_job, second=tick_seconds(5)),
+            _cron(sync_search_job, second=tick_seconds(5)),
+            _cron(sample_backlogs_job, second=tick_seconds(SAMPLE_SECONDS), run_at_startup=True),
+            _cron(recent_index_job, minute=7, second=0, run_at_startup=True, timeout=RECENT_INDEX_TIMEOUT_S),
         ],
         "on_startup": startup,
         "on_shutdown": shutdown,

@@ -149,7 +149,8 @@ async def test_depth_limit(gql: GraphQLClient, services: Services, settings: Set
     for _ in range(settings.query_max_depth):
         inner = f'... on Article {{ source {{ id }} }} node(id: "x") {{ {inner} }}'
     body = await gql.post('{ node(id: "x") { ' + inner + " } }")
-    assert "exceeds maximum operation depth" in body["errors"][0]["message"]
+    assert body["errors"][0]["extensions"]["code"] == "QUERY_TOO_DEEP"
+    assert "13 levels deep" in body["errors"][0]["message"]
 
 
 async def test_health_query_and_endpoint(gql: GraphQLClient, api_url: str, services: Services) -> None:

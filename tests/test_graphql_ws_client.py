@@ -44,3 +44,18 @@ async def test_the_graphql_ws_client_signs_in_and_gets_breaking_news(node: str, 
         if client.returncode is None:
             client.kill()
             await client.wait()
+
+
+async def test_the_graphql_ws_client_with_a_bad_token_is_refused_with_4403(node: str, api_url: str) -> None:
+    url = api_url.replace("http://", "ws://") + "/graphql"
+    arguments = [str(NODE_TOOLS / "subscribe.mjs"), url, "nst_made-up", document("BreakingNews"), "1"]
+    client = await asyncio.create_subprocess_exec(node, *arguments, cwd=NODE_TOOLS, stdout=asyncio.subprocess.PIPE)
+    try:
+        frames = [frame async for frame in lines(client)]
+        assert {"closed": 4403} in frames
+        assert {"connected": True} not in frames
+        assert await asyncio.wait_for(client.wait(), 20) == 1
+    finally:
+        if client.returncode is None:
+            client.kill()
+            await client.wait()

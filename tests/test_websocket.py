@@ -8,6 +8,7 @@ import json
 
 import pytest
 import websockets
+from prometheus_client import REGISTRY
 
 from app.outbox.relay import relay
 from app.services import Services
@@ -66,6 +67,7 @@ async def test_the_server_pings_each_connection_at_its_interval(settings: Settin
 
 async def test_a_peer_that_stops_answering_pings_is_closed(settings: Settings, services: Services) -> None:
     quick = settings.model_copy(update={"ws_keepalive_seconds": 0.1})
+    idle_closes = REGISTRY.get_sample_value("newsagg_ws_idle_closes_total") or 0.0
     async with serve_api(quick, services) as url, ws_connection(url) as ws:
         await ws.send(subscribe_message("b", document("BreakingNews")))
         with pytest.raises(websockets.ConnectionClosed) as closed:  # noqa: PT012 (any recv() may meet the close)
@@ -73,6 +75,7 @@ async def test_a_peer_that_stops_answering_pings_is_closed(settings: Settings, s
                 await asyncio.wait_for(ws.recv(), 10)
         assert closed.value.rcvd is not None
         assert closed.value.rcvd.code == 4499
+    assert REGISTRY.get_sample_value("newsagg_ws_idle_closes_total") == idle_closes + 1
     async with asyncio.timeout(10):
         while services.broadcaster.listeners(BREAKING_TOPIC):  # noqa: ASYNC110 (its subscription ended with it)
             await asyncio.sleep(0.01)

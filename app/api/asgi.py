@@ -1,4 +1,4 @@
-"""The Starlette application: GraphQL over HTTP and WebSocket at /graphql, and /healthz."""
+"""The Starlette application: GraphQL over HTTP and WebSocket at /graphql, /healthz and /metrics."""
 
 from __future__ import annotations
 
@@ -13,17 +13,22 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route, WebSocketRoute
+from strawberry.http.base import BaseRequestProtocol
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.types.unset import UNSET, UnsetType
 
 from app.api.context import Context
 from app.api.graphiql import GraphiQLPage, graphiql_files
 from app.api.http_view import GraphQLOverHTTP
 from app.api.limits import BodySizeLimit
+from app.api.observability import RequestObservation, metrics
 from app.api.queue import JobQueue
 from app.api.response_cache import encode_response
 from app.api.schema import build_schema
-from app.api.websocket import NewsaggTransportWSHandler
+from app.api.websocket import PONG_INTERVALS, NewsaggTransportWSHandler
 from app.api.websub import websub_routes
+from app.api.ws_admission import admit
+from app.api.ws_messages import sized
 from app.health import check_health
 from app.services import Services
 from app.settings import Settings
@@ -51,6 +56,19 @@ class NewsaggGraphQL(GraphQLOverHTTP):
         self._services = services_ref
         self._queue = queue
         self._graphiql = GraphiQLPage()
+        self.settings = settings
+        self.websocket_adapter_class = sized(settings.ws_max_message_bytes)
+
+    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
+        """connection_init: a bad credential is refused (4403), a client past its connections too (4429). A lease
+        outlives the pings that renew it by one interval."""
+        lease_seconds = (PONG_INTERVALS + 1) * (self.keep_alive_interval or 1)
+        await admit(context, self.settings.ws_max_connections_per_client, lease_seconds)
+        unset: UnsetType = UNSET
+        return unset
+
+    def should_render_graphql_ide(self, request: BaseRequestProtocol) -> bool:
+        return "extensions" not in request.query_params and super().should_render_graphql_ide(request)  # a GET by hash
 
     async def render_graphql_ide(self, request: Request) -> Response:
         return self._graphiql.response()  # ours, with its files served here, not strawberry's page from a CDN
@@ -94,11 +112,15 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         routes=[
             Route("/", root),
             Route("/healthz", healthz),
+            Route("/metrics", metrics),
             Route("/graphql", graphql_app),
             WebSocketRoute("/graphql", graphql_app),
             *websub_routes(lambda: holder["services"], queue),
             *([graphiql_files()] if settings.graphiql else []),
         ],
         lifespan=lifespan,
-        middleware=[Middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes)],
+        middleware=[
+            Middleware(RequestObservation, paths=frozenset({"/", "/healthz", "/metrics", "/graphql"})),  # outermost
+            Middleware(BodySizeLimit, max_bytes=settings.api_max_body_bytes),
+        ],
     )

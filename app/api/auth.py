@@ -15,12 +15,20 @@ from app.users.service import authenticate, digest
 _VIEWER = "viewer"
 
 
+CREDENTIAL_PARAMS = ("authorization", "Authorization", "token", "apiKey")  # connection_init payload keys
+
+
+def presented(params: dict[str, Any]) -> bool:
+    """Whether a connection_init payload carries a credential at all (even one that turns out to be bad)."""
+    return any(params.get(key) not in (None, "") for key in CREDENTIAL_PARAMS)
+
+
 def bearer(context: Any) -> str | None:
-    """`Authorization: Bearer <token or key>`; over WebSocket, `{"authorization": "Bearer ..."}` in connection_init
-    (a bare token is accepted too)."""
+    """`Authorization: Bearer <token or key>`; over WebSocket, `{"authorization": "Bearer ..."}` or
+    `{"apiKey": "..."}` in connection_init (a bare token is accepted too)."""
     params = getattr(context, "connection_params", None)
     if isinstance(params, dict):
-        raw = params.get("authorization") or params.get("Authorization") or params.get("token")
+        raw = next((params[key] for key in CREDENTIAL_PARAMS if params.get(key)), None)
     else:
         request = getattr(context, "request", None)
         headers = getattr(request, "headers", None)

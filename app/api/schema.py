@@ -5,18 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import strawberry
-from strawberry.extensions import (
-    AddValidationRules,
-    MaxAliasesLimiter,
-    MaxTokensLimiter,
-    ParserCache,
-    QueryDepthLimiter,
-    ValidationCache,
-)
+from strawberry.extensions import AddValidationRules, MaxTokensLimiter, ParserCache, ValidationCache
 from strawberry.relay.types import GlobalIDValueError
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
+from app.api.analysis.cost import QueryCost
+from app.api.analysis.rule import shape_rule
 from app.api.mutations import preferences
 from app.api.mutations.accounts import (
     ApiKeyPayload,
@@ -35,6 +30,8 @@ from app.api.mutations.source_delete import SourceDeletePayload, source_delete
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
 from app.api.mutations.source_update import SourceUpdatePayload, source_update
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
+from app.api.observability import OperationMetrics
+from app.api.persisted import PersistedQueryExtension
 from app.api.queries import Query
 from app.api.request_errors import RequestErrorCodes
 from app.api.response_cache import ResponseCache, lifetimes
@@ -45,7 +42,7 @@ from app.api.types.breaking import BreakingEvent
 from app.api.types.source import SourceNode
 from app.api.types.story import StoryNode
 from app.settings import Settings
-from graphql import GraphQLError
+from graphql import ASTValidationRule, GraphQLError
 
 
 @strawberry.type
@@ -130,17 +127,19 @@ def build_schema(settings: Settings) -> strawberry.Schema:
 
 
 def _extensions(settings: Settings) -> list[Any]:
-    """Factories, one extension per request. The depth and alias rules are built once, so the validation cache,
-    keyed on the rule classes, hits; the parser and validation LRU caches themselves are process-wide."""
-    rules = [
-        *QueryDepthLimiter(max_depth=settings.query_max_depth).validation_rules,
-        *MaxAliasesLimiter(max_alias_count=settings.query_max_aliases).validation_rules,
-    ]
+    """Factories, one extension per request. The shape rule is built once, so the validation cache, keyed on the
+    rule classes, hits; the parser and validation LRU caches themselves are process-wide. QueryCost comes before
+    any other extension that acts on execution: they read the price it stores."""
+    rules: list[type[ASTValidationRule]] = [shape_rule(settings)]
     ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
+        OperationMetrics,  # first, so it sees every other extension's refusal
+        # then: the others see the document a persisted query's hash stands for
+        lambda: PersistedQueryExtension(settings),
         RequestErrorCodes,
         lambda: MaxTokensLimiter(max_token_count=settings.query_max_tokens),
         lambda: AddValidationRules(rules),
+        lambda: QueryCost(settings),
         lambda: ResponseCache(ttl_by_field=ttl_by_field),
     ]
     size = settings.graphql_cache_size

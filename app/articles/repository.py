@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, select, text, tuple_
+from sqlalchemy import ColumnElement, func, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.articles.models import Article
@@ -157,6 +157,11 @@ async def mark_duplicates(db: Executor, copies: dict[int, int]) -> None:
                  "CAST(:original AS bigint[])) AS d(copy, original) WHERE articles.id = d.copy"),
             {"copy": list(copies), "original": list(copies.values())},
         )  # fmt: skip
+
+
+async def unclustered_count(db: Executor) -> int:
+    """Stored articles not yet in a story (read from the partial index of exactly those)."""
+    return int(await db.scalar(select(func.count()).select_from(Article).where(Article.cluster_id.is_(None))) or 0)
 
 
 async def unclustered(db: Executor, ids: Sequence[int], *, pending: int = 0) -> Sequence[Any]:

@@ -44,6 +44,7 @@ class UpOptions:
     host: str
     port: int
     demo: Path | None = None
+    environment: dict[str, str] = field(default_factory=dict)  # for the API and worker processes (log settings)
 
 
 @contextlib.contextmanager
@@ -119,7 +120,7 @@ class _Stop:
 def run_up(settings: Settings, options: UpOptions) -> int:
     stop = _Stop()
     with home_lock(settings.home), embedded_servers(settings) as embedded, contextlib.ExitStack() as stack:
-        env = {**os.environ, **embedded.urls, "NEWSAGG_HOME": str(settings.home)}
+        env = {**os.environ, **embedded.urls, "NEWSAGG_HOME": str(settings.home), **options.environment}
         effective = settings.model_copy(update={"database_url": env.get("DATABASE_URL") or settings.database_url,
                                                 "redis_url": env.get("REDIS_URL") or settings.redis_url})  # fmt: skip
         assert effective.database_url is not None

@@ -5,7 +5,7 @@ also repairs the stories it took articles from (app/stories/repair.py: counts, s
 emptied stories left out of every read). So however many articles a source has, no transaction holds its locks for
 long, and between two batches every story is consistent. The rest follows from the schema:
 - read events of those articles go with them, copies of them stop pointing at them (indexed foreign keys, migration
-  0012, so each is a lookup, not a scan);
+  0013, so each is a lookup, not a scan);
 - the articles' delete trigger writes a `search` outbox event with their ids, and the index sync deletes them from
   Meilisearch (on PostgreSQL alone the rows are simply gone);
 - the source is paused first, so no crawl is started while its articles go; the last transaction locks its row (a

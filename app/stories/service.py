@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.articles.repository import unclustered
+from app.observability.work import count_clustered
 from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer
 from app.stories.store import ClusteringCache
 
@@ -33,7 +34,9 @@ async def cluster_articles(db: AsyncEngine, article_ids: Sequence[int], cache: C
         state = await cache.catch_up(connection, since=articles[0].at - INGEST_POLICY.window)
         await cache.reserve_ids(connection, len(articles))
         StoryClusterer(INGEST_POLICY).assign_all(state, articles)
-        return await cache.save(connection, datetime.now(UTC), flush_vocabulary=ephemeral)
+        placed = await cache.save(connection, datetime.now(UTC), flush_vocabulary=ephemeral)
+    count_clustered((a.arrived for a in articles if a.id in placed), datetime.now(UTC))
+    return placed
 
 
 async def merge_stories(db: AsyncEngine, now: datetime, cache: ClusteringCache | None = None) -> int:

@@ -103,7 +103,7 @@ class ReadEvent(Base):
     __table_args__ = (
         UniqueConstraint("user_id", "article_id", "session_id", "action"),
         Index("ix_read_events_user_at", "user_id", "at"),
-        Index("ix_read_events_article_id", "article_id"),  # deleting an article (migration 0012)
+        Index("ix_read_events_article_id", "article_id"),  # deleting an article (migration 0013)
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

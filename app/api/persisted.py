@@ -1,0 +1,48 @@
+"""Persisted queries at the edge: over HTTP (POST, and GET for queries) a schema extension swaps a request's hash
+for its document before parsing; the WebSocket handler calls `resolve` for each subscribe."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from strawberry.extensions import SchemaExtension
+
+from app.api.context import Context
+from app.api.errors import BadRequest
+from app.documents.persisted import DocumentRefused, PersistedQueries, Resolved
+from app.settings import Settings
+
+
+def persisted_queries(context: Context, settings: Settings) -> PersistedQueries:
+    return PersistedQueries(context.services.redis, context.services.db, settings)
+
+
+async def resolve(queries: PersistedQueries, query: str | None, extensions: Any) -> Resolved | None:
+    try:
+        return await queries.resolve(query, extensions)
+    except DocumentRefused as refused:
+        raise BadRequest(refused.code, str(refused)) from None
+
+
+class PersistedQueryExtension(SchemaExtension):
+    """First of the extensions: what runs is known before the others look at the document. A refusal is the
+    request's only error (`data` null). Over WebSocket the handler has already resolved the document."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    async def on_operation(self) -> AsyncIterator[None]:
+        execution = self.execution_context
+        context = execution.context
+        if not isinstance(context, Context) or isinstance(context.connection_params, dict):
+            yield
+            return
+        queries = persisted_queries(context, self.settings)
+        resolved = await resolve(queries, execution.query, execution.operation_extensions)
+        if resolved is not None:
+            execution.query = resolved.query
+        yield
+        result = execution.result
+        if resolved is not None and result is not None and result.data is not None:
+            await queries.keep(resolved)  # kept once it proved valid: it ran
