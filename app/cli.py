@@ -62,6 +62,10 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
 
     users = commands.add_parser("users", help="accounts (embedded PostgreSQL if no URL)")
     user_commands = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
+    create_admin = user_commands.add_parser(
+        "create-admin", help="create an administrator account (the password is asked for, or read from stdin)"
+    )
+    create_admin.add_argument("email")
     grant = user_commands.add_parser("grant-admin", help="let an account manage sources")
     grant.add_argument("email")
     revoke = user_commands.add_parser("revoke-admin", help="take source management away from an account")
@@ -146,6 +150,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
 
         from app.api.asgi import create_app
 
+        _first_admin_hint(settings)
         # log_config=None: uvicorn's loggers (server and access) keep no handler of their own, so its lines go through
         # the root's, in newsagg's format and with the request id. proxy_headers off: X-Forwarded-For is believed only
         # from NEWSAGG_RATE_LIMIT_TRUSTED_PROXIES (uvicorn's own reading would take it from any loopback peer, and a
@@ -250,18 +255,66 @@ def _opml(settings: Settings, args: argparse.Namespace) -> int:
 
 def _users(settings: Settings, args: argparse.Namespace) -> int:
     from app.db.engine import session_factory
-    from app.users.service import set_admin
+    from app.users.errors import AccountRejected
+    from app.users.service import register, set_admin
+
+    password = _new_password() if args.users_command == "create-admin" else ""
 
     async def run(engine: AsyncEngine) -> int:
         async with session_factory(engine).begin() as session:
-            found = await set_admin(session, args.email, args.users_command == "grant-admin")
+            if args.users_command == "create-admin":
+                try:
+                    await register(session, args.email, password, admin=True)
+                except AccountRejected as error:
+                    print(f"{args.email}: {error}", file=sys.stderr)
+                    return 1
+                found = True
+            else:
+                found = await set_admin(session, args.email, args.users_command == "grant-admin")
         if not found:
             print(f"no account with the email {args.email}", file=sys.stderr)
             return 1
-        print(f"{args.email}: administrator" if args.users_command == "grant-admin" else f"{args.email}: user")
+        print(f"{args.email}: user" if args.users_command == "revoke-admin" else f"{args.email}: administrator")
         return 0
 
     return _with_database(settings, run)
+
+
+def _new_password() -> str:
+    """Asked twice on a terminal; otherwise the first line of standard input (scripts, containers)."""
+    import getpass
+
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\n")
+    password = getpass.getpass("password: ")
+    if getpass.getpass("again: ") != password:
+        raise SystemExit("the passwords differ")
+    return password
+
+
+def _first_admin_hint(settings: Settings) -> None:
+    """Logged at start while no account is an administrator (a fresh database): how to make the first one."""
+    import asyncio
+    import logging
+
+    from app.db.engine import create_engine, session_factory
+    from app.users.service import first_admin_hint
+
+    async def hint() -> str | None:
+        engine = create_engine(settings)
+        try:
+            async with session_factory(engine)() as session:
+                return await first_admin_hint(session)
+        finally:
+            await engine.dispose()
+
+    try:
+        found = asyncio.run(hint())
+    except Exception as error:  # the API starts anyway, and says what is wrong with the database itself
+        logging.getLogger(__name__).warning("could not check for an administrator: %s", error)
+        return
+    if found:
+        logging.getLogger(__name__).warning(found)
 
 
 def _documents(settings: Settings, args: argparse.Namespace) -> int:

@@ -117,9 +117,17 @@ class Settings(BaseSettings):
         "`newsagg documents register`; any other is refused with PERSISTED_QUERY_NOT_ALLOWED.",
     )
     open_source_admin: bool = Field(
-        default=True,
-        description="Let any caller manage sources (sourceCreate, sourcesImport, sourceRefresh); when false, only "
-        "administrators (`newsagg users grant-admin EMAIL`) may.",
+        default=False,
+        description="Let any caller add, import, refresh and edit sources; when false (the default), only "
+        "administrators (`newsagg users grant-admin EMAIL`) may. Authority and sourceDelete stay with administrators "
+        "either way.",
+    )
+    source_delete_batch: int = Field(
+        default=500,
+        ge=1,
+        le=10_000,
+        description="sourceDelete removes a source's articles this many per transaction (stories repaired in each): "
+        "a large source never holds locks for long.",
     )
     session_days: float = Field(default=30, description="A sign-in token expires this many days after it was issued.")
     auth_cache_seconds: float = Field(

@@ -21,6 +21,7 @@ from app.stories.clustering import IncomingArticle
 from app.stories.models import StoryCluster
 from app.stories.store import ClusteringCache
 from app.stories.velocity import BREAKING_TOPIC
+from app.users.service import set_admin
 from tests.conftest import GraphQLClient
 
 PASSWORD = "correct horse battery"
@@ -130,6 +131,14 @@ async def sign_up(gql: GraphQLClient, email: str = "reader@example.com") -> str:
     assert data["errors"] == []
     token: str = data["token"]
     return token
+
+
+async def administrator(gql: GraphQLClient, services: Services, email: str = "admin@example.com") -> GraphQLClient:
+    """`gql` as a new account made administrator, as `newsagg users grant-admin` makes one."""
+    token = await sign_up(gql, email)
+    async with services.db.begin() as session:
+        assert await set_admin(session, email, True)
+    return gql.as_(token)
 
 
 async def log_in(gql: GraphQLClient, email: str, password: str = PASSWORD) -> dict[str, Any]:

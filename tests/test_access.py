@@ -27,7 +27,7 @@ PUBLIC_QUERIES = {"node", "sources", "sourcesOpml", "source", "articles", "artic
 # viewer: null for nobody, and only ever the caller's own account; feed: global for nobody, personal otherwise;
 # rateLimit: only ever the caller's own budget
 PUBLIC_MUTATIONS = {"signUp", "logIn", "logOut"}  # logOut ends only the caller's own session(s)
-ADMIN_MUTATIONS = {"sourceCreate", "sourcesImport", "sourceRefresh"}
+ADMIN_MUTATIONS = {"sourceCreate", "sourcesImport", "sourceRefresh", "sourceUpdate", "sourceDelete"}
 USER_MUTATIONS = {
     "apiKeyCreate": ('mutation { apiKeyCreate(name: "x") { errors { code } } }', {}),
     "apiKeyRevoke": ('mutation { apiKeyRevoke(id: "1") { errors { code } } }', {}),

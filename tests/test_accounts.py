@@ -19,7 +19,7 @@ from app.sources.service import SourceRequest, create_source
 from app.users.models import User, UserInterest, UserSession
 from app.users.passwords import hash_password, verify_password
 from tests.conftest import GraphQLClient, document, newsagg
-from tests.newsroom import PASSWORD, global_id, log_in, sign_up
+from tests.newsroom import PASSWORD, administrator, global_id, log_in, sign_up
 
 
 def test_passwords_are_salted_scrypt_and_verified_in_constant_time() -> None:
@@ -128,7 +128,8 @@ def test_grant_admin_command_refuses_an_unknown_account(settings: Settings) -> N
 
 
 async def test_follows_mutes_and_languages_are_each_readers_own(gql: GraphQLClient, services: Services) -> None:
-    source = await gql.run("SourceCreate", input={"feedUrl": "http://127.0.0.1:9/wire.xml", "name": "Wire"})
+    admin = await administrator(gql, services)
+    source = await admin.run("SourceCreate", input={"feedUrl": "http://127.0.0.1:9/wire.xml", "name": "Wire"})
     source_id = source["sourceCreate"]["source"]["id"]
     reader, other = gql.as_(await sign_up(gql)), gql.as_(await sign_up(gql, "other@example.com"))
     for _ in range(2):  # idempotent

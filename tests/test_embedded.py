@@ -111,6 +111,7 @@ def test_up_serves_demo_articles_and_sigterm_stops_the_whole_tree(up_run: tuple[
     process = _up(home, port, demo, log)
     edges = _wait_for_articles(port, process, log)
     assert all(edge["node"]["title"] and edge["node"]["source"]["name"] for edge in edges)
+    assert "newsagg users create-admin EMAIL" in log.read_text()  # a fresh database: how to make an administrator
     health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
     assert health["ok"] is True
     pids = _tree_pids(home)

@@ -17,6 +17,7 @@ from app.sources.models import ClaimStatus, CrawlSchedule, FetchLog, Source
 from app.sources.service import SourceRequest, create_source
 from tests.conftest import GraphQLClient
 from tests.feeds import FeedServer, Reply, atom, items, rss
+from tests.newsroom import administrator
 
 Crawl = Callable[[], Coroutine[Any, Any, int]]
 
@@ -40,8 +41,9 @@ async def make_due(services: Services) -> None:
 async def test_a_new_source_is_crawled_and_its_articles_served(
     gql: GraphQLClient, feed_server: FeedServer, crawl: Crawl, services: Services
 ) -> None:
+    admin = await administrator(gql, services)
     feed_server.routes["/world.xml"] = Reply(200, rss(items(4)), {"Content-Type": "application/rss+xml"})
-    created = await add_source(gql, feed_server.url("/world.xml"), name="World Desk")
+    created = await add_source(admin, feed_server.url("/world.xml"), name="World Desk")
     assert created["errors"] == []
     assert created["source"]["crawl"]["claim"] == "PENDING"
 
@@ -65,6 +67,7 @@ async def test_a_new_source_is_crawled_and_its_articles_served(
 async def test_each_url_is_stored_once_and_unchanged_feeds_cost_no_parse(
     gql: GraphQLClient, feed_server: FeedServer, crawl: Crawl, services: Services
 ) -> None:
+    admin = await administrator(gql, services)
     body = rss(items(3))
 
     def conditional(handler: Any) -> Reply:
@@ -75,8 +78,8 @@ async def test_each_url_is_stored_once_and_unchanged_feeds_cost_no_parse(
     feed_server.routes["/a.xml"] = conditional
     # A second outlet syndicates the same article URLs: still one row per URL.
     feed_server.routes["/b.xml"] = Reply(200, atom(items(3)), {"Content-Type": "application/atom+xml"})
-    await add_source(gql, feed_server.url("/a.xml"))
-    await add_source(gql, feed_server.url("/b.xml"))
+    await add_source(admin, feed_server.url("/a.xml"))
+    await add_source(admin, feed_server.url("/b.xml"))
     await crawl()
     assert await count(services, Article) == 3
 
@@ -93,8 +96,9 @@ async def test_each_url_is_stored_once_and_unchanged_feeds_cost_no_parse(
 async def test_new_items_in_a_later_fetch_are_added(
     gql: GraphQLClient, feed_server: FeedServer, crawl: Crawl, services: Services
 ) -> None:
+    admin = await administrator(gql, services)
     feed_server.routes["/f.xml"] = Reply(200, rss(items(2)))
-    await add_source(gql, feed_server.url("/f.xml"))
+    await add_source(admin, feed_server.url("/f.xml"))
     await crawl()
     feed_server.routes["/f.xml"] = Reply(200, rss(items(2, start=1)))  # one old, one new
     await make_due(services)
@@ -108,12 +112,13 @@ async def test_new_items_in_a_later_fetch_are_added(
 async def test_failures_are_logged_counted_and_backed_off(
     gql: GraphQLClient, feed_server: FeedServer, crawl: Crawl, services: Services
 ) -> None:
+    admin = await administrator(gql, services)
     feed_server.routes["/html.xml"] = Reply(200, b"<!DOCTYPE html><html><body>Login</body></html>",
                                             {"Content-Type": "text/html"})  # fmt: skip
     feed_server.routes["/big.xml"] = Reply(200, b"<rss>" + b" " * (2 * 1024 * 1024))
-    await add_source(gql, feed_server.url("/html.xml"))
-    await add_source(gql, feed_server.url("/gone.xml"))  # 404
-    await add_source(gql, feed_server.url("/big.xml"))
+    await add_source(admin, feed_server.url("/html.xml"))
+    await add_source(admin, feed_server.url("/gone.xml"))  # 404
+    await add_source(admin, feed_server.url("/big.xml"))
     services.settings.fetch_max_body_bytes, saved = 1024 * 1024, services.settings.fetch_max_body_bytes
     try:
         before = datetime.now(UTC)
@@ -172,6 +177,7 @@ async def test_stale_in_flight_claims_return_to_pending(services: Services, sett
 async def test_source_create_refuses_bad_input_with_typed_errors(
     gql: GraphQLClient, services: Services, feed_server: FeedServer
 ) -> None:
+    admin = await administrator(gql, services)
     cases = {
         "ftp://example.com/feed": "INVALID_URL",
         "not a url": "INVALID_URL",
@@ -179,23 +185,24 @@ async def test_source_create_refuses_bad_input_with_typed_errors(
         "http://169.254.169.254/latest/meta-data": "ADDRESS_REFUSED",
     }
     for url, code in cases.items():
-        payload = await add_source(gql, url)
+        payload = await add_source(admin, url)
         assert payload["source"] is None
         assert [(e["code"], e["field"]) for e in payload["errors"]] == [(code, "feedUrl")], url
-    first = await add_source(gql, feed_server.url("/dup.xml"))
+    first = await add_source(admin, feed_server.url("/dup.xml"))
     assert first["errors"] == []
-    again = await add_source(gql, feed_server.url("/dup.xml?utm_source=x"))  # the same URL once normalized
+    again = await add_source(admin, feed_server.url("/dup.xml?utm_source=x"))  # the same URL once normalized
     assert [e["code"] for e in again["errors"]] == ["DUPLICATE"]
-    bad_bounds = await add_source(gql, feed_server.url("/b.xml"), minIntervalMinutes=10, maxIntervalMinutes=5)
+    bad_bounds = await add_source(admin, feed_server.url("/b.xml"), minIntervalMinutes=10, maxIntervalMinutes=5)
     assert [e["code"] for e in bad_bounds["errors"]] == ["INVALID"]
     assert await count(services, Source) == 1
 
 
 async def test_loopback_sources_are_refused_unless_allowed(gql: GraphQLClient, services: Services) -> None:
+    admin = await administrator(gql, services)
     services.settings.allow_loopback_sources = False
     try:
-        payload = await add_source(gql, "http://127.0.0.1:8080/feed.xml")
-        localhost = await add_source(gql, "http://localhost:8080/feed.xml")
+        payload = await add_source(admin, "http://127.0.0.1:8080/feed.xml")
+        localhost = await add_source(admin, "http://localhost:8080/feed.xml")
     finally:
         services.settings.allow_loopback_sources = True
     assert [e["code"] for e in payload["errors"]] == ["ADDRESS_REFUSED"]
@@ -206,12 +213,13 @@ async def test_loopback_sources_are_refused_unless_allowed(gql: GraphQLClient, s
 async def test_redirects_are_followed_and_checked_hop_by_hop(
     gql: GraphQLClient, feed_server: FeedServer, crawl: Crawl, services: Services
 ) -> None:
+    admin = await administrator(gql, services)
     feed_server.routes["/old.xml"] = Reply(301, b"", {"Location": "/new.xml"})
     feed_server.routes["/new.xml"] = Reply(200, rss(items(1)))
     feed_server.routes["/evil.xml"] = Reply(302, b"", {"Location": "http://169.254.169.254/latest/meta-data"})
     feed_server.routes["/loop.xml"] = Reply(302, b"", {"Location": "/loop.xml"})
     for path in ("/old.xml", "/evil.xml", "/loop.xml"):
-        await add_source(gql, feed_server.url(path))
+        await add_source(admin, feed_server.url(path))
     await crawl()
     async with services.db() as session:
         classes = sorted((await session.scalars(select(FetchLog.error_class))).all(), key=str)
@@ -224,11 +232,12 @@ async def test_a_retitled_entry_is_not_a_new_article(
     gql: GraphQLClient, feed_server: FeedServer, crawl: Crawl, services: Services
 ) -> None:
     """Miniflux users see duplicates when a publisher edits a title; the GUID (or the URL) keeps one row."""
+    admin = await administrator(gql, services)
     from tests.feeds import Item
 
     first = [Item(title="Quake hits coast", link="https://n.example/quake", guid="n-1")]
     feed_server.routes["/n.xml"] = Reply(200, rss(first))
-    await add_source(gql, feed_server.url("/n.xml"))
+    await add_source(admin, feed_server.url("/n.xml"))
     await crawl()
     edited = [Item(title="Quake of magnitude 7 hits coast, dozens hurt", link="https://n.example/quake?ref=rss",
                    guid="n-1")]  # fmt: skip
@@ -241,18 +250,19 @@ async def test_a_retitled_entry_is_not_a_new_article(
 async def test_source_refresh_fetches_now_reactivates_and_is_throttled(
     gql: GraphQLClient, feed_server: FeedServer, crawl: Crawl, services: Services
 ) -> None:
+    admin = await administrator(gql, services)
     feed_server.routes["/r.xml"] = Reply(200, rss(items(2)))
-    created = await add_source(gql, feed_server.url("/r.xml"))
+    created = await add_source(admin, feed_server.url("/r.xml"))
     source_id = created["source"]["id"]
     async with services.db.begin() as session:  # not due for an hour, and paused
         await session.execute(update(CrawlSchedule).values(next_crawl_at=datetime.now(UTC) + timedelta(hours=1)))
         await session.execute(update(Source).values(status="paused"))
-    result = (await gql.run("SourceRefresh", id=source_id))["sourceRefresh"]
+    result = (await admin.run("SourceRefresh", id=source_id))["sourceRefresh"]
     assert (result["queued"], result["errors"], result["source"]["status"]) == (True, [], "ACTIVE")
     await crawl(tick=False)  # only the job the mutation queued
     assert await count(services, Article) == 2
-    again = (await gql.run("SourceRefresh", id=source_id))["sourceRefresh"]
+    again = (await admin.run("SourceRefresh", id=source_id))["sourceRefresh"]
     assert again["errors"][0]["code"] == "THROTTLED"
     assert 0 < again["errors"][0]["retryAfterSeconds"] <= 60
-    missing = (await gql.run("SourceRefresh", id="U291cmNlOjk5OTk5"))["sourceRefresh"]  # Source:99999
+    missing = (await admin.run("SourceRefresh", id="U291cmNlOjk5OTk5"))["sourceRefresh"]  # Source:99999
     assert missing["errors"][0]["code"] == "NOT_FOUND"

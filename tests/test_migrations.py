@@ -52,3 +52,17 @@ async def test_invariant_constraints_exist(scratch_engine: AsyncEngine) -> None:
     assert {"uq_articles_url", "uq_articles_source_id_external_id", "uq_sources_feed_url",
             "uq_read_events_user_id_article_id_session_id_action", "uq_outbox_dedupe_key"} <= names  # fmt: skip
     assert {"ix_crawl_schedule_due", "uq_users_email_lower"} <= indexes
+
+
+async def test_every_foreign_key_is_indexed(scratch_engine: AsyncEngine) -> None:
+    """Deleting a referenced row (an article, a source, a story) looks its referrers up by index, never by a scan of
+    their table: every foreign key column leads some index of its table."""
+    await upgrade(scratch_engine)
+    async with scratch_engine.connect() as connection:
+        unindexed = (await connection.execute(text("""
+            SELECT c.conrelid::regclass::text || '.' || a.attname
+            FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+            WHERE c.contype = 'f' AND NOT EXISTS (
+                SELECT FROM pg_index i WHERE i.indrelid = c.conrelid AND i.indkey[0] = c.conkey[1])
+            ORDER BY 1"""))).scalars().all()  # fmt: skip
+    assert unindexed == []

@@ -14,8 +14,9 @@ from app.services import Services
 from app.settings import Settings
 from app.sources.models import Source
 from app.sources.opml import OpmlError, OpmlFeed, read_opml, write_opml
-from app.sources.portability import default_sources_opml, load_default_sources
+from app.sources.portability import default_sources_opml, import_opml, load_default_sources
 from tests.conftest import GraphQLClient, newsagg
+from tests.newsroom import administrator
 
 SAMPLE = b"""<?xml version="1.0"?>
 <opml version="1.0"><head><title>mine</title></head><body>
@@ -69,16 +70,32 @@ def test_the_default_list_is_valid() -> None:
 
 
 async def test_import_through_the_api_then_export(gql: GraphQLClient, services: Services) -> None:
-    result = (await gql.run("SourcesImport", opml=SAMPLE.decode()))["sourcesImport"]
+    admin = await administrator(gql, services)
+    result = (await admin.run("SourcesImport", opml=SAMPLE.decode()))["sourcesImport"]
     assert sorted(s["name"] for s in result["created"]) == ["Loose", "Wire A", "Wire B"]
     assert {e["code"] for e in result["errors"]} == {"ADDRESS_REFUSED", "INVALID_URL"}
-    again = (await gql.run("SourcesImport", opml=SAMPLE.decode()))["sourcesImport"]
+    again = (await admin.run("SourcesImport", opml=SAMPLE.decode()))["sourcesImport"]
     assert (again["created"], again["existingCount"]) == ([], 3)
     exported = (await gql.run("SourcesOpml"))["sourcesOpml"]
     assert {f.feed_url for f in read_opml(exported.encode())} == {
         "http://127.0.0.1:9/a.xml", "http://127.0.0.1:9/b.xml", "http://127.0.0.1:9/c.xml"}  # fmt: skip
-    broken = (await gql.run("SourcesImport", opml="<nope"))["sourcesImport"]
+    broken = (await admin.run("SourcesImport", opml="<nope"))["sourcesImport"]
     assert broken["errors"][0]["code"] == "INVALID"
+
+
+async def test_a_lists_free_text_is_tidied_not_refused(services: Services, settings: Settings) -> None:
+    folder = "Very long folder name " * 10
+    document = f"""<opml version="2.0"><body><outline text="{folder}">
+        <outline title="Wire&#10;Desk" xmlUrl="http://127.0.0.1:9/w.xml" language="English"/>
+        <outline title="Paper" xmlUrl="http://127.0.0.1:9/p.xml" language="pt-BR"/>
+    </outline></body></opml>""".encode()
+    async with services.db.begin() as session:
+        report = await import_opml(session, settings, document)
+    assert report.rejected == []
+    assert [(s.name, s.category, s.language) for s in report.created] == [
+        ("Wire Desk", folder.strip()[:100].strip(), None),
+        ("Paper", folder.strip()[:100].strip(), "pt-br"),
+    ]
 
 
 async def test_default_sources_only_on_an_empty_database(services: Services, settings: Settings) -> None:

@@ -13,6 +13,7 @@ from app.articles.simhash import BANDS, bands, hamming, simhash, tokens
 from app.services import Services
 from tests.conftest import GraphQLClient
 from tests.feeds import FeedServer, Item, Reply, rss
+from tests.newsroom import administrator
 
 WIRE = ("Fed official says weak data caused by weather, should not slow taper. The Federal Reserve official "
         "said on Monday that recent weak economic data was largely due to the severe winter weather and that "
@@ -69,9 +70,10 @@ async def test_a_syndicated_copy_is_marked_as_a_copy_of_the_original(
                                                            guid="w2", summary=OTHER)]))  # fmt: skip
     feed_server.routes["/paper.xml"] = Reply(200, rss([Item(title="Fed: weather to blame", link="https://paper.example/a",
                                                             guid="p1", summary=story + " (Reuters)")]))  # fmt: skip
-    await gql.run("SourceCreate", input={"feedUrl": feed_server.url("/wire.xml"), "name": "Wire"})
+    admin = await administrator(gql, services)
+    await admin.run("SourceCreate", input={"feedUrl": feed_server.url("/wire.xml"), "name": "Wire"})
     await crawl()
-    await gql.run("SourceCreate", input={"feedUrl": feed_server.url("/paper.xml"), "name": "Paper"})
+    await admin.run("SourceCreate", input={"feedUrl": feed_server.url("/paper.xml"), "name": "Paper"})
     await crawl()
     query = "{ articles(first: 10) { edges { node { url simhash source { name } duplicateOf { url } } } } }"
     body = await gql.post(query)

@@ -21,6 +21,7 @@ from app.settings import Settings
 from app.sources.models import CrawlSchedule, FetchLog, Source
 from tests.conftest import REPO, GraphQLClient
 from tests.feeds import FeedServer, Reply, items
+from tests.newsroom import administrator
 
 Crawl = Callable[..., Coroutine[Any, Any, int]]
 
@@ -94,7 +95,7 @@ async def subscribed(gql: GraphQLClient, feed_server: FeedServer, hub: str, publ
     """A source whose feed (two items) names `hub`: added, crawled once, and its subscription verified by the hub."""
     feed_url = feed_server.url("/pushed.xml")
     feed_server.routes["/pushed.xml"] = Reply(200, hub_feed(feed_url, hub, 2))
-    await gql.run("SourceCreate", input={"feedUrl": feed_url})
+    await (await administrator(gql, services)).run("SourceCreate", input={"feedUrl": feed_url})
     await crawl()  # fetch, discover the hub, subscribe
 
     async def verified() -> bool:

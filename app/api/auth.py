@@ -8,7 +8,7 @@ from typing import Any
 
 from app.api.context import Context, Info
 from app.api.errors import BadRequest
-from app.sources.service import SourceErrorCode, SourceRejected
+from app.sources.errors import SourceErrorCode, SourceRejected
 from app.users.models import User
 from app.users.service import authenticate, digest
 
@@ -112,10 +112,11 @@ async def require_viewer(info: Info) -> User:
     return user
 
 
-async def require_source_admin(info: Info) -> None:
-    """Source management: any caller when NEWSAGG_OPEN_SOURCE_ADMIN, else administrators only (FORBIDDEN)."""
-    if info.context.services.settings.open_source_admin:
-        return
+async def require_source_admin(info: Info, *, even_when_open: bool = False) -> bool:
+    """Source management: administrators, and any caller when NEWSAGG_OPEN_SOURCE_ADMIN (unless `even_when_open`);
+    FORBIDDEN otherwise. Returns whether the caller is an administrator: only they set what ranks a source."""
     user = await viewer(info)
-    if user is None or not user.is_admin:
+    admin = user is not None and user.is_admin
+    if not admin and (even_when_open or not info.context.services.settings.open_source_admin):
         raise SourceRejected(SourceErrorCode.FORBIDDEN, "source management is restricted to administrators")
+    return admin

@@ -26,7 +26,9 @@ from app.api.mutations.accounts import (
 from app.api.mutations.engagement import EngagementPayload, engagement_record
 from app.api.mutations.preferences import ViewerPayload
 from app.api.mutations.source_create import SourceCreatePayload, source_create
+from app.api.mutations.source_delete import SourceDeletePayload, source_delete
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
+from app.api.mutations.source_update import SourceUpdatePayload, source_update
 from app.api.mutations.sources_import import SourcesImportPayload, sources_import
 from app.api.observability import OperationMetrics
 from app.api.persisted import PersistedQueryExtension
@@ -49,7 +51,16 @@ from graphql import ASTValidationRule, GraphQLError
 class Mutation:
     source_create: SourceCreatePayload = strawberry.mutation(
         resolver=source_create,
-        description="Add a feed to crawl (administrators only, unless NEWSAGG_OPEN_SOURCE_ADMIN).",
+        description="Add a feed to crawl (administrators only, unless NEWSAGG_OPEN_SOURCE_ADMIN; `authority`: "
+        "administrators only).",
+    )
+    source_update: SourceUpdatePayload = strawberry.mutation(
+        resolver=source_update,
+        description="Rename, refile, pause, resume or re-pace a source (as sourceCreate; `authority`: administrators).",
+    )
+    source_delete: SourceDeletePayload = strawberry.mutation(
+        resolver=source_delete,
+        description="Delete a source and its articles; stories keep their other articles (administrators only).",
     )
     sources_import: SourcesImportPayload = strawberry.mutation(
         resolver=sources_import, description="Add every feed of an OPML document (folders become categories)."

@@ -21,6 +21,7 @@ class Article(Base):
         Index("ix_articles_topics", "topics", postgresql_using="gin"),
         Index("ix_articles_simhash_bands", "simhash_bands", postgresql_using="gin"),
         Index("ix_articles_unclustered", "id", postgresql_where=text("cluster_id IS NULL")),
+        Index("ix_articles_duplicate_of", "duplicate_of_id", postgresql_where=text("duplicate_of_id IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

@@ -19,7 +19,7 @@ _CANDIDATES = """
         SELECT s.id, s.title, s.topics, s.topic_counts, s.source_ids, s.source_count, s.last_updated_at,
                s.is_breaking, s.representative_article_id
         FROM story_clusters s
-        WHERE s.merged_into_id IS NULL AND s.last_updated_at >= :since {filters}
+        WHERE s.merged_into_id IS NULL AND s.last_updated_at >= :since AND s.article_count > 0 {filters}
         ORDER BY {freshness} * exp(-{decay} * greatest(CAST(extract(epoch FROM (:now - s.last_updated_at)) AS float8)
                                                         / 3600, 0))
                  + {coverage_per_source} * least(s.source_count, {full_coverage})

@@ -28,6 +28,7 @@ from app.ingest.politeness import Politeness
 from app.settings import Settings
 from app.sources import repository as sources
 from app.sources.models import ClaimStatus, SourceStatus
+from app.sources.rules import MAX_NAME
 from app.websub.protocol import Discovery, discover
 from app.websub.service import WebSubView, pushed, wants_subscription
 
@@ -64,6 +65,9 @@ class _SourceView:
     min_interval_s: int
     max_interval_s: int
     websub: WebSubView
+    name: str = ""
+    site_url: str | None = None
+    admin_fields: tuple[str, ...] = ()  # what the feed may not rename: see _identity
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +153,8 @@ async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
             await sources.save_schedule(connection, source_id, status=ClaimStatus.PENDING)
             return None
     websub = WebSubView(row.websub_state, row.websub_hub, row.websub_lease_expires_at, row.websub_updated_at)
-    view = _SourceView(
-        row.id, row.feed_url, row.etag, row.last_modified, row.min_interval_s, row.max_interval_s, websub
-    )
+    view = _SourceView(row.id, row.feed_url, row.etag, row.last_modified, row.min_interval_s, row.max_interval_s,
+                       websub, row.name, row.site_url, tuple(row.admin_fields))  # fmt: skip
     return _Plan(source=view, state=_state_of(row))
 
 
@@ -241,7 +244,8 @@ async def _store_success(
         feed_url=source.feed_url,
         permanent_url=fetched.permanent_url,
     )
-    validators = None if fetched.not_modified else {"etag": fetched.etag, "last_modified": fetched.last_modified}
+    validators = None if fetched.not_modified else {"etag": fetched.etag, "last_modified": fetched.last_modified,
+                                                    **_identity(source, parsed)}  # fmt: skip
     fetch_log: dict[str, object] = {
         "status_code": fetched.status_code, "duration_ms": fetched.duration_ms, "bytes": len(fetched.body),
         "items_seen": len(rows), "items_new": len(inserted),
@@ -252,6 +256,12 @@ async def _store_success(
     status = "not_modified" if fetched.not_modified else "fetched"
     subscribe = found if wants_subscription(source.websub, found, settings, now) else None
     return RefreshOutcome(source.id, status, [a.id for a in inserted], subscribe=subscribe)
+
+
+def _identity(source: _SourceView, parsed: ParsedFeed | None) -> dict[str, str]:
+    """The feed's own title and link name the source, except where an administrator chose (sources.admin_fields)."""
+    found = {"name": " ".join((parsed.title or "").split())[:MAX_NAME], "site_url": parsed.site_url} if parsed else {}
+    return {field: value for field, value in found.items() if value and field not in source.admin_fields}
 
 
 FeedError = FetchError | FeedParseError

@@ -84,6 +84,10 @@ class Source(Base):
     websub_secret: Mapped[str | None] = mapped_column(String(128))
     websub_lease_expires_at: Mapped[datetime | None]
     websub_updated_at: Mapped[datetime | None]
+    # the columns an administrator chose (name, site_url); the others follow the feed's own title and link
+    admin_fields: Mapped[list[str]] = mapped_column(
+        ARRAY(String(32)), default=list, server_default=text("'{}'::varchar[]")
+    )
 
 
 class CrawlSchedule(Base):

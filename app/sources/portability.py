@@ -10,9 +10,11 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.settings import Settings
+from app.sources import rules
+from app.sources.errors import SourceErrorCode, SourceRejected
 from app.sources.models import Source
 from app.sources.opml import OpmlFeed, read_opml, write_opml
-from app.sources.service import SourceErrorCode, SourceRejected, SourceRequest, create_source
+from app.sources.service import SourceRequest, create_source
 
 log = logging.getLogger(__name__)
 MAX_OPML_FEEDS = 10_000
@@ -26,17 +28,20 @@ class ImportReport:
 
 
 async def import_opml(
-    session: AsyncSession, settings: Settings, document: bytes, *, resolve: bool = True
+    session: AsyncSession, settings: Settings, document: bytes, *, resolve: bool = True, authority: bool = True
 ) -> ImportReport:
-    """Every feed of the document becomes a source, once; refusals are reported, not fatal."""
+    """Every feed of the document becomes a source, once; refusals are reported, not fatal. Without `authority`
+    (an importer who is not an administrator) the document's `authority` attributes are ignored: 0.5 for all.
+    Titles name the sources until their feeds are fetched; then the feeds' own titles do."""
     feeds = read_opml(document)
     if len(feeds) > MAX_OPML_FEEDS:
         raise SourceRejected(SourceErrorCode.INVALID, f"more than {MAX_OPML_FEEDS} feeds in one import", "opml")
     report = ImportReport()
     for feed in feeds:
         request = SourceRequest(
-            feed_url=feed.feed_url, name=feed.title, site_url=feed.site_url, category=feed.category,
-            language=feed.language, authority=feed.authority if feed.authority is not None else 0.5,
+            feed_url=feed.feed_url, name=feed.title, site_url=feed.site_url, category=_category(feed.category),
+            language=_language(feed.language),
+            authority=feed.authority if feed.authority is not None and authority else 0.5,
         )  # fmt: skip
         try:
             async with session.begin_nested():  # one refused feed does not undo the others
@@ -47,6 +52,20 @@ async def import_opml(
             else:
                 report.rejected.append((feed.feed_url, error))
     return report
+
+
+def _category(folder: str | None) -> str | None:
+    """A list's folder names are free text: one line, cut to a category's length."""
+    category = " ".join((folder or "").split())[: rules.MAX_CATEGORY]
+    return category or None
+
+
+def _language(code: str | None) -> str | None:
+    """A list's language attribute is kept when it is a code, dropped otherwise ("English"): not worth the feed."""
+    try:
+        return rules.checked_language(code)
+    except SourceRejected:
+        return None
 
 
 async def export_opml(session: AsyncSession) -> str:

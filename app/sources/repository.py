@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,6 +25,7 @@ class NewSource:
     authority: float
     min_interval_s: int
     max_interval_s: int
+    admin_fields: list[str] = field(default_factory=list)  # chosen by an administrator: the feed may not rename
 
 
 async def insert_source(session: AsyncSession, new: NewSource) -> Source | None:
@@ -131,7 +132,8 @@ async def release_stale_claims(session: AsyncSession, *, now: datetime, older_th
 REFRESH_COLUMNS = (
     Source.id, Source.feed_url, Source.etag, Source.last_modified, Source.status, Source.min_interval_s,
     Source.max_interval_s, Source.websub_state, Source.websub_hub, Source.websub_lease_expires_at,
-    Source.websub_updated_at, CrawlSchedule.articles_per_hour, CrawlSchedule.hourly_histogram,
+    Source.websub_updated_at, Source.name, Source.site_url, Source.admin_fields, CrawlSchedule.articles_per_hour,
+    CrawlSchedule.hourly_histogram,
     CrawlSchedule.last_fetched_at, CrawlSchedule.consecutive_failures, CrawlSchedule.gone_streak,
     CrawlSchedule.throttle_streak, CrawlSchedule.circuit, CrawlSchedule.redirect_url, CrawlSchedule.redirect_streak,
 )  # fmt: skip

@@ -1,8 +1,8 @@
-"""Business rules for adding sources: a normalized, fetchable, public URL, sane bounds, once."""
+"""Business rules for adding sources (a normalized, fetchable, public URL, sane bounds, once), changing them and
+asking for a fetch now."""
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -12,33 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.ingest.addresses import AddressRefused, check_url_target
 from app.ingest.urls import InvalidUrl, normalize_url
 from app.settings import Settings
-from app.sources import repository
+from app.sources import repository, rules
+from app.sources.errors import SourceErrorCode, SourceRejected
 from app.sources.models import Source, SourceStatus
 from app.throttle import once_per
-
-CATEGORY_MAX = 100  # characters, as stored (a BCP 47 language tag has at most 16 here)
-
-
-class SourceErrorCode(enum.StrEnum):
-    NOT_FOUND = "not_found"
-    THROTTLED = "throttled"
-    INVALID_URL = "invalid_url"
-    ADDRESS_REFUSED = "address_refused"
-    DUPLICATE = "duplicate"
-    INVALID = "invalid"
-    FORBIDDEN = "forbidden"
-
-
-class SourceRejected(Exception):
-    """A source the caller asked for that newsagg will not store."""
-
-    def __init__(
-        self, code: SourceErrorCode, message: str, field: str | None = None, retry_after_s: int | None = None
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.field = field
-        self.retry_after_s = retry_after_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +28,7 @@ class SourceRequest:
     authority: float = 0.5
     min_interval_minutes: float | None = None
     max_interval_minutes: float | None = None
+    admin_fields: frozenset[str] = frozenset()  # of name, site_url: an administrator chose them, the feed may not
 
 
 async def create_source(
@@ -69,21 +47,20 @@ async def create_source(
             await check_url_target(feed_url, allow_loopback=settings.allow_loopback_sources)
         except AddressRefused as error:
             raise SourceRejected(SourceErrorCode.ADDRESS_REFUSED, str(error), "feedUrl") from error
-    min_s, max_s = _interval_bounds(settings, request)
-    if not 0.0 <= request.authority <= 1.0:
-        raise SourceRejected(SourceErrorCode.INVALID, "authority must be between 0 and 1", "authority")
-    for value, field, most in ((request.category, "category", CATEGORY_MAX), (request.language, "language", 16)):
-        if value is not None and len(value) > most:
-            raise SourceRejected(SourceErrorCode.INVALID, f"{field} has at most {most} characters", field)
+    min_s, max_s = rules.interval_seconds(
+        _given(request.min_interval_minutes, settings.crawl_min_interval_minutes),
+        _given(request.max_interval_minutes, settings.crawl_max_interval_minutes),
+    )
     new = repository.NewSource(
         feed_url=feed_url,
-        name=(request.name or feed_url)[:300],
+        name=rules.checked_name(" ".join((request.name or feed_url).split())[: rules.MAX_NAME]),
         site_url=request.site_url,
-        category=request.category,
-        language=request.language,
-        authority=request.authority,
+        category=rules.checked_category(request.category),
+        language=rules.checked_language(request.language),
+        authority=rules.checked_authority(request.authority),
         min_interval_s=min_s,
         max_interval_s=max_s,
+        admin_fields=sorted(request.admin_fields),
     )
     source = await repository.insert_source(session, new)
     if source is not None:
@@ -94,29 +71,15 @@ async def create_source(
     return existing
 
 
-def _checked_url(raw: str) -> str:
+def _given(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def _checked_url(raw: str, field: str = "feedUrl") -> str:
     try:
         return normalize_url(raw)
     except InvalidUrl as error:
-        raise SourceRejected(SourceErrorCode.INVALID_URL, str(error), "feedUrl") from error
-
-
-INTERVAL_MINUTES_MAX = 366 * 24 * 60  # a source checked less than once a year is not being followed
-
-
-def _interval_bounds(settings: Settings, request: SourceRequest) -> tuple[int, int]:
-    """In whole seconds, as stored: at least one, at most a year (NaN and infinities fail every comparison)."""
-    low = request.min_interval_minutes or settings.crawl_min_interval_minutes
-    high = request.max_interval_minutes or settings.crawl_max_interval_minutes
-    for value, field in ((low, "minIntervalMinutes"), (high, "maxIntervalMinutes")):
-        if not 1 / 60 <= value <= INTERVAL_MINUTES_MAX:
-            raise SourceRejected(SourceErrorCode.INVALID, f"{field} must be between 1/60 (one second) and "
-                                 f"{INTERVAL_MINUTES_MAX} (a year)", field)  # fmt: skip
-    if high < low:
-        raise SourceRejected(
-            SourceErrorCode.INVALID, "need minIntervalMinutes <= maxIntervalMinutes", "minIntervalMinutes"
-        )
-    return int(low * 60), int(high * 60)
+        raise SourceRejected(SourceErrorCode.INVALID_URL, str(error), field) from error
 
 
 async def request_refresh(
@@ -134,3 +97,60 @@ async def request_refresh(
         await repository.reactivate(session, source_id)
         source.status = SourceStatus.ACTIVE
     return source, await repository.claim_one(session, source_id, now=datetime.now(UTC))
+
+
+@dataclass(frozen=True, slots=True)
+class SourceChange:
+    """The fields to change (None: left as they are)."""
+
+    name: str | None = None
+    site_url: str | None = None
+    category: str | None = None  # "" clears it
+    language: str | None = None  # "" clears it
+    authority: float | None = None
+    min_interval_minutes: float | None = None
+    max_interval_minutes: float | None = None
+    status: SourceStatus | None = None  # active (resumed with a fresh start) or paused
+
+
+async def change_source(session: AsyncSession, source_id: int, change: SourceChange, *, by_admin: bool) -> Source:
+    """Applies `change` whole or not at all. Authority ranks a source's stories everywhere: administrators only. A
+    name or site URL an administrator sets is theirs from then on; anyone else's is the feed's to replace."""
+    source = await session.get(Source, source_id, with_for_update=True)
+    if source is None:
+        raise SourceRejected(SourceErrorCode.NOT_FOUND, "no such source", "id")
+    if change.authority is not None and not by_admin:
+        raise SourceRejected(SourceErrorCode.FORBIDDEN, "only administrators set a source's authority", "authority")
+    values = _checked_change(source, change)
+    if by_admin:
+        chosen = {"name", "site_url"} & set(values)
+        values["admin_fields"] = sorted(set(source.admin_fields) | chosen)
+    if change.status is SourceStatus.ACTIVE and source.status is not SourceStatus.ACTIVE:
+        await repository.reactivate(session, source_id)
+    for column, value in values.items():
+        setattr(source, column, value)
+    await session.flush()
+    return source
+
+
+def _checked_change(source: Source, change: SourceChange) -> dict[str, object]:
+    values: dict[str, object] = {}
+    if change.name is not None:
+        values["name"] = rules.checked_name(change.name)
+    if change.site_url is not None:
+        values["site_url"] = _checked_url(change.site_url, "siteUrl")
+    if change.category is not None:
+        values["category"] = rules.checked_category(change.category)
+    if change.language is not None:
+        values["language"] = rules.checked_language(change.language)
+    if change.authority is not None:
+        values["authority"] = rules.checked_authority(change.authority)
+    if change.min_interval_minutes is not None or change.max_interval_minutes is not None:
+        low = _given(change.min_interval_minutes, source.min_interval_s / 60)
+        high = _given(change.max_interval_minutes, source.max_interval_s / 60)
+        values["min_interval_s"], values["max_interval_s"] = rules.interval_seconds(low, high)
+    if change.status is not None:
+        if change.status not in (SourceStatus.ACTIVE, SourceStatus.PAUSED):
+            raise SourceRejected(SourceErrorCode.INVALID, "a source is set active or paused", "status")
+        values["status"] = change.status
+    return values

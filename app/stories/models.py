@@ -20,6 +20,9 @@ class StoryCluster(Base):
         Index("ix_story_clusters_topics", "topics", postgresql_using="gin"),
         Index("ix_story_clusters_languages", "languages", postgresql_using="gin"),
         Index("ix_story_clusters_breaking", "breaking_started_at", postgresql_where=text("is_breaking")),
+        # deleting articles and stories (migration 0013)
+        Index("ix_story_clusters_representative", "representative_article_id"),
+        Index("ix_story_clusters_merged_into", "merged_into_id", postgresql_where=text("merged_into_id IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

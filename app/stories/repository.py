@@ -30,7 +30,7 @@ async def stories_by_ids(db: Executor, ids: Sequence[int]) -> dict[int, StoryClu
         following = {}
         for requested, current in pending.items():
             story = rows.get(current)
-            if story is None:
+            if story is None or story.article_count == 0:  # gone, or emptied (app/stories/repair.py)
                 continue
             if story.merged_into_id is None:
                 found[requested] = story
@@ -53,7 +53,7 @@ async def latest_stories(db: Executor, *, limit: int, after: tuple[datetime, int
     in any of `languages`, breaking now if `breaking_only`."""
     query = (
         select(StoryCluster)
-        .where(StoryCluster.merged_into_id.is_(None))
+        .where(StoryCluster.merged_into_id.is_(None), StoryCluster.article_count > 0)  # 0: emptied (stories/repair)
         .order_by(by.desc(), StoryCluster.id.desc())
         .limit(limit)
     )

@@ -33,6 +33,8 @@ PRUNE_EVERY = timedelta(minutes=1)  # how often a worker's copy drops stories th
 # A worker writes its vocabulary counts after this many articles (and at each merge pass): other workers' IDF lags
 # by at most that much, and a worker that stops loses at most that many articles' counts. Both are harmless.
 VOCABULARY_FLUSH_ARTICLES = 2000
+# Held by every writer of stories for the length of its transaction (app/stories/repair.py takes it too).
+CLUSTERING_LOCK = text("SELECT pg_advisory_xact_lock(hashtext('newsagg:clustering'))")
 
 
 _CHANGED_STORIES = text("""
@@ -43,7 +45,8 @@ _CHANGED_STORIES = text("""
     FROM story_clusters AS s
     LEFT JOIN articles AS a ON a.id = s.representative_article_id
     LEFT JOIN sources AS src ON src.id = a.source_id
-    WHERE s.revision > :revision AND (s.last_updated_at >= :since OR s.merged_into_id IS NOT NULL)
+    WHERE s.revision > :revision AND (s.last_updated_at >= :since OR s.merged_into_id IS NOT NULL
+                                      OR s.article_count = 0)
     ORDER BY s.revision
 """)
 _CHANGED_VOCABULARY = text("SELECT term, documents, revision FROM story_vocabulary WHERE revision > :revision")
@@ -68,7 +71,7 @@ class ClusteringCache:
         """A transaction holding the clustering lock; if it fails, this copy starts again."""
         try:
             async with db.begin() as connection:
-                await connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('newsagg:clustering'))"))
+                await connection.execute(CLUSTERING_LOCK)
                 yield connection
         except BaseException:
             self.reset()
@@ -85,7 +88,7 @@ class ClusteringCache:
             self.vocabulary_revision = max(self.vocabulary_revision, row.revision)
         for row in await connection.execute(_CHANGED_STORIES, {"revision": self.story_revision, "since": since}):
             self.story_revision = max(self.story_revision, row.revision)
-            if row.merged_into_id is not None:
+            if row.merged_into_id is not None or row.article_count == 0:  # merged, or emptied (stories/repair)
                 state.forget(row.id)
                 continue
             representative = Representative(row.representative_article_id or 0, row.title, row.authority,

@@ -82,6 +82,7 @@ class TopicFollow(Base):
 
 class SourceFollow(Base):
     __tablename__ = "source_follows"
+    __table_args__ = (Index("ix_source_follows_source_id", "source_id"),)
 
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
     source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True)
@@ -90,6 +91,7 @@ class SourceFollow(Base):
 
 class SourceMute(Base):
     __tablename__ = "source_mutes"
+    __table_args__ = (Index("ix_source_mutes_source_id", "source_id"),)
 
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
     source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True)
@@ -101,6 +103,7 @@ class ReadEvent(Base):
     __table_args__ = (
         UniqueConstraint("user_id", "article_id", "session_id", "action"),
         Index("ix_read_events_user_at", "user_id", "at"),
+        Index("ix_read_events_article_id", "article_id"),  # deleting an article (migration 0013)
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

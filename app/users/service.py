@@ -48,18 +48,24 @@ def normalize_email(email: str) -> str:
 
 
 async def sign_up(session: AsyncSession, email: str, password: str, lifetime: timedelta) -> tuple[User, Credential]:
+    user = await register(session, email, password)
+    return user, await start_session(session, user, lifetime)
+
+
+async def register(session: AsyncSession, email: str, password: str, *, admin: bool = False) -> User:
+    """A new account (not signed in); `admin` for the operator's own (`newsagg users create-admin`)."""
     email = normalize_email(email)
     if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         raise AccountRejected(AccountErrorCode.WEAK_PASSWORD,
                               f"a password has {MIN_PASSWORD} to {MAX_PASSWORD} characters", "password")  # fmt: skip
-    user = User(email=email, password_hash=await asyncio.to_thread(hash_password, password))
+    user = User(email=email, password_hash=await asyncio.to_thread(hash_password, password), is_admin=admin)
     session.add(user)
     try:
         async with session.begin_nested():
             await session.flush()
     except IntegrityError as error:
         raise AccountRejected(AccountErrorCode.EMAIL_TAKEN, "an account with this email exists", "email") from error
-    return user, await start_session(session, user, lifetime)
+    return user
 
 
 def _live_session(token_hash: str) -> tuple[ColumnElement[bool], ...]:
@@ -141,3 +147,17 @@ async def set_admin(session: AsyncSession, email: str, admin: bool) -> bool:
     (matched as `log_in` matches it). False when there is no such account."""
     result = await session.execute(update(User).where(_email_is(email)).values(is_admin=admin))
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+FIRST_ADMIN_HINT = (
+    "no administrator yet: only administrators add, change and delete sources (unless NEWSAGG_OPEN_SOURCE_ADMIN) "
+    "and set their authority. Make the first one with `newsagg users create-admin EMAIL` (asks for a password), "
+    "or sign up through the API (signUp) and run `newsagg users grant-admin EMAIL`"
+)
+
+
+async def first_admin_hint(session: AsyncSession) -> str | None:
+    """How to make the first administrator, while there is none."""
+    if await session.scalar(select(User.id).where(User.is_admin).limit(1)) is not None:
+        return None
+    return FIRST_ADMIN_HINT

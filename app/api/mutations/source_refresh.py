@@ -11,7 +11,8 @@ from app.api.mutations.source_create import SourceErrorCodeEnum
 from app.api.relay import id_of
 from app.api.types.source import SourceNode
 from app.queue_names import REFRESH_SOURCE
-from app.sources.service import SourceRejected, request_refresh
+from app.sources.errors import SourceRejected
+from app.sources.service import request_refresh
 
 
 @strawberry.type(description="Why sourceRefresh did not start a fetch.")

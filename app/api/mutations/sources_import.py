@@ -8,9 +8,9 @@ from app.api.auth import require_source_admin
 from app.api.context import Info
 from app.api.mutations.source_create import SourceErrorCodeEnum
 from app.api.types.source import SourceNode
+from app.sources.errors import SourceErrorCode, SourceRejected
 from app.sources.opml import OpmlError
 from app.sources.portability import import_opml
-from app.sources.service import SourceErrorCode, SourceRejected
 
 
 @strawberry.type(description="A feed of the document that was not added, or why the document was refused.")
@@ -30,9 +30,9 @@ class SourcesImportPayload:
 async def sources_import(info: Info, opml: str) -> SourcesImportPayload:
     services = info.context.services
     try:
-        await require_source_admin(info)
+        admin = await require_source_admin(info)
         async with services.db.begin() as session:
-            report = await import_opml(session, services.settings, opml.encode())
+            report = await import_opml(session, services.settings, opml.encode(), authority=admin)
     except OpmlError as error:
         return _refused(SourceRejected(SourceErrorCode.INVALID, str(error), "opml"))
     except SourceRejected as error:

@@ -41,8 +41,8 @@ class CrawlState:
 class SourceNode(relay.Node):
     id: relay.NodeID[int]
     feed_url: str
-    site_url: str | None
-    name: str
+    site_url: str | None = strawberry.field(description="The feed's own link, unless an administrator set it.")
+    name: str = strawberry.field(description="The feed's own title once fetched, unless an administrator named it.")
     kind: SourceKindEnum  # type: ignore[valid-type]
     category: str | None
     language: str | None
