@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -344,6 +345,15 @@ class Settings(BaseSettings):
     @classmethod
     def _asyncpg_driver(cls, url: str | None) -> str | None:
         return None if not url else to_asyncpg_url(url)
+
+    @model_validator(mode="after")
+    def _numbers_in_range(self) -> Settings:
+        """Every number here is a count, a size, a duration or a rate: finite, and 0 or more. NEWSAGG_SESSION_DAYS=inf
+        stops the process at its start, not each sign-up later."""
+        for name, value in self:
+            if isinstance(value, int | float) and not isinstance(value, bool) and not 0 <= value < math.inf:
+                raise ValueError(f"{environment_name(name)} must be a finite number, 0 or more (not {value})")
+        return self
 
     @property
     def user_agent(self) -> str:

@@ -174,6 +174,20 @@ async def test_intent_is_confirmed_only_for_what_we_asked(subscribed: Subscripti
     assert (await source_row(services)).websub_state == "subscribed"
 
 
+async def test_a_hostile_callback_is_refused_not_a_crash(subscribed: Subscription, services: Services) -> None:
+    _, feed_url, callback = subscribed
+    base = callback.rsplit("/", 1)[0]
+    async with httpx.AsyncClient() as client:
+        for token in ("%00", "a%00b", "x" * 1000):
+            intent = await client.get(f"{base}/{token}", params={"hub.mode": "subscribe", "hub.topic": feed_url})
+            push = await client.post(f"{base}/{token}", content=b"<rss/>", headers={"X-Hub-Signature": "sha1=00"})
+            assert (intent.status_code, push.status_code) == (404, 404), token
+        for lease in ("\u00b2", "9" * 5000, "-1"):  # a superscript two passes str.isdigit(); 5,000 digits, int()
+            asked = {"hub.mode": "subscribe", "hub.topic": feed_url, "hub.challenge": "abc", "hub.lease_seconds": lease}
+            renewal = await client.get(callback, params=asked)
+            assert (renewal.status_code, renewal.text) == (200, "abc"), lease  # our own lease applies
+
+
 @pytest.mark.usefixtures("subscribed")
 async def test_leases_are_renewed_before_they_end(hub: str, crawl: Crawl, services: Services, arq_redis: Any) -> None:
     from jobs.websub import websub_renew

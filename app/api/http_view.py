@@ -46,10 +46,13 @@ class GraphQLOverHTTP(GraphQL[Context, None]):
         return sub_response
 
     def decode_json(self, data: str | bytes) -> object:
-        """Bytes that are not UTF-8, or JSON nested past Python's recursion limit, are not JSON either (a 400)."""
+        """Bytes that are not UTF-8, JSON nested past Python's recursion limit, or with an integer past the 4,300
+        digits Python reads, are not JSON either (a 400; over WebSocket, a close with 4400)."""
         try:
             return json.loads(data)
-        except (UnicodeDecodeError, RecursionError) as error:
+        except json.JSONDecodeError:
+            raise
+        except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
             raise json.JSONDecodeError(f"not readable JSON ({type(error).__name__})", "", 0) from error
 
     async def parse_http_body(self, request: AsyncHTTPRequestAdapter) -> GraphQLRequestData:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -13,6 +14,8 @@ from strawberry import relay
 from strawberry.dataloader import DataLoader
 
 from app.api.errors import bad_argument, bad_cursor
+from app.api.scalars import instant
+from app.api.text_input import unstorable
 from app.settings import Settings
 
 T = TypeVar("T", bound=relay.Node)
@@ -26,7 +29,8 @@ def encode_cursor(kind: str, key: Sequence[Any]) -> str:
 
 
 def decode_cursor(kind: str, cursor: str, arity: int) -> list[Any]:
-    """The key a cursor of `kind` carries; a BAD_CURSOR error for anything else."""
+    """The key a cursor of `kind` carries; a BAD_CURSOR error for anything else, and for a key the database could
+    not take (a number past its 64-bit range, Infinity, text with a NUL): a forged cursor never reaches it."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         value = json.loads(base64.urlsafe_b64decode(padded.encode()))
@@ -34,7 +38,20 @@ def decode_cursor(kind: str, cursor: str, arity: int) -> list[Any]:
         raise bad_cursor() from error
     if not isinstance(value, list) or len(value) != arity + 1 or value[0] != kind:
         raise bad_cursor()
+    if not all(_storable(part) for part in value[1:]):
+        raise bad_cursor()
     return value[1:]
+
+
+def _storable(part: Any) -> bool:
+    """A cursor's key part is flat: a string, a number in range, a boolean or null."""
+    if isinstance(part, str):
+        return unstorable(part) is None
+    if isinstance(part, float):
+        return math.isfinite(part)
+    if isinstance(part, int):
+        return -(2**63) <= part < 2**63
+    return part is None
 
 
 def after_id_key(kind: str, after: str | None) -> int | None:
@@ -51,19 +68,19 @@ def after_time_key(kind: str, after: str | None) -> tuple[datetime, int] | None:
     """The key of an `after` cursor over rows in (time, id) order, newest first (None: from the start)."""
     if after is None:
         return None
-    moment, row_id = decode_cursor(kind, after, 2)
-    try:
-        return datetime.fromisoformat(str(moment)), int(str(row_id))
-    except ValueError as error:
-        raise bad_cursor() from error
+    moment, row = decode_cursor(kind, after, 2)
+    at = instant(moment)
+    if at is None or not isinstance(row, int):
+        raise bad_cursor()
+    return at, row
 
 
 def database_id(node_id: Any) -> int:
     """The row id inside a global id; ids are positive bigints, so anything else (forged) matches nothing."""
-    try:
-        value = int(node_id)
-    except (TypeError, ValueError):
+    text = str(node_id)
+    if not (text.isascii() and text.isdigit() and len(text) < 20):
         return -1
+    value = int(text)
     return value if 0 < value < 2**63 else -1
 
 

@@ -6,12 +6,12 @@ from typing import Any
 
 import strawberry
 from strawberry.extensions import AddValidationRules, MaxTokensLimiter, ParserCache, ValidationCache
-from strawberry.relay.types import GlobalIDValueError
 from strawberry.schema.config import StrawberryConfig
-from strawberry.types import ExecutionContext
+from strawberry.types import ExecutionContext, ExecutionResult
 
 from app.api.analysis.cost import QueryCost
 from app.api.analysis.rule import shape_rule
+from app.api.internal_errors import InternalErrors, mask
 from app.api.mutations import preferences
 from app.api.mutations.accounts import (
     ApiKeyPayload,
@@ -38,6 +38,7 @@ from app.api.request_errors import RequestErrorCodes
 from app.api.response_cache import ResponseCache, lifetimes
 from app.api.scalars import SCALARS
 from app.api.subscriptions import Subscription
+from app.api.text_input import TextInputCheck
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import BreakingEvent
 from app.api.types.source import SourceNode
@@ -103,16 +104,17 @@ class Mutation:
 
 
 class NewsaggSchema(strawberry.Schema):
-    """Logs only unexpected errors: a client's bad cursor or malformed id is its answer, not our incident."""
+    """Unexpected errors are logged where they are answered, with the request id (app/api/internal_errors.py); a
+    client's bad cursor or malformed id is its answer, not our incident."""
 
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
-        unexpected = [e for e in errors if e.original_error is not None and not _is_client_error(e.original_error)]
-        if unexpected:
-            super().process_errors(unexpected, execution_context)
+        pass
 
-
-def _is_client_error(error: Exception) -> bool:
-    return isinstance(error, GraphQLError | GlobalIDValueError)
+    async def execute(self, query: str | None, *args: Any, **kwargs: Any) -> ExecutionResult:
+        result = await super().execute(query, *args, **kwargs)
+        context = kwargs.get("context_value", args[1] if len(args) > 1 else None)
+        mask(result, context)  # an extension that failed as the operation started
+        return result
 
 
 def build_schema(settings: Settings) -> strawberry.Schema:
@@ -135,6 +137,7 @@ def _extensions(settings: Settings) -> list[Any]:
     ttl_by_field = lifetimes(settings.feed_cache_seconds)
     limits: list[Any] = [
         OperationMetrics,  # first, so it sees every other extension's refusal
+        InternalErrors,  # then: it sees what every other extension raises (metrics count what it answers)
         # then: the others see the document a persisted query's hash stands for
         lambda: PersistedQueryExtension(settings),
         RequestErrorCodes,
@@ -142,6 +145,7 @@ def _extensions(settings: Settings) -> list[Any]:
         lambda: AddValidationRules(rules),
         lambda: QueryCost(settings),
         RateLimiter,  # charges the price QueryCost set, before the response cache (a cached answer pays)
+        TextInputCheck,  # after the charge: hostile input pays too
         lambda: ResponseCache(ttl_by_field=ttl_by_field),
     ]
     size = settings.graphql_cache_size

@@ -9,30 +9,43 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from app.api.queue import JobQueue
+from app.api.text_input import unstorable
 from app.queue_names import INGEST_PUSH
 from app.services import Services
 from app.websub.service import PushVerdict, accept_push, verify_intent
+
+TOKEN_MAX = 64  # characters, as stored
+LEASE_DIGITS = 9  # 31 years: a hub's lease past it is ignored (ours applies), as one in no number at all
+
+
+def _token(request: Request) -> str | None:
+    """The callback's token, when it could be one of ours (a NUL or a lone surrogate never reaches the database)."""
+    token: str = request.path_params["token"]
+    return token if len(token) <= TOKEN_MAX and unstorable(token) is None else None
 
 
 def websub_routes(services: Callable[[], Services], queue: JobQueue) -> list[Route]:
     async def intent(request: Request) -> Response:
         params = request.query_params
         mode, topic, challenge = params.get("hub.mode", ""), params.get("hub.topic", ""), params.get("hub.challenge")
-        lease = params.get("hub.lease_seconds", "")
+        token, lease = _token(request), params.get("hub.lease_seconds", "")
+        lease_seconds = int(lease) if lease.isascii() and lease.isdigit() and len(lease) <= LEASE_DIGITS else None
         current = services()
-        async with current.db.begin() as session:
-            confirmed = await verify_intent(session, request.path_params["token"], mode, topic,
-                                            int(lease) if lease.isdigit() else None, current.settings)  # fmt: skip
+        confirmed = False
+        if token is not None:
+            async with current.db.begin() as session:
+                confirmed = await verify_intent(session, token, mode, topic, lease_seconds, current.settings)
         if not confirmed:
             return PlainTextResponse("no such subscription", status_code=404)
         return PlainTextResponse(challenge or "")
 
     async def push(request: Request) -> Response:
-        body = await request.body()  # capped by the API's body limit
+        body, token = await request.body(), _token(request)  # the body capped by the API's body limit
+        if token is None:
+            return PlainTextResponse("no such subscription", status_code=404)
         current = services()
         async with current.db.begin() as session:
-            verdict, source_id = await accept_push(session, request.path_params["token"], body,
-                                                   request.headers.get("x-hub-signature"))  # fmt: skip
+            verdict, source_id = await accept_push(session, token, body, request.headers.get("x-hub-signature"))
         if verdict is PushVerdict.UNKNOWN:
             return PlainTextResponse("no such subscription", status_code=404)
         if verdict is PushVerdict.UNSIGNED:

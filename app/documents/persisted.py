@@ -67,7 +67,7 @@ class PersistedQueries:
                 raise DocumentRefused("PERSISTED_QUERY_NOT_SUPPORTED", "PersistedQueryNotSupported")
             return None
         if query is not None:
-            fits = len(query.encode()) <= self.settings.persisted_query_max_bytes
+            fits = len(query.encode("utf-8", "surrogatepass")) <= self.settings.persisted_query_max_bytes
             return Resolved(query, keep=digest if fits else None)
         return Resolved(await self._kept(digest))
 

@@ -31,7 +31,9 @@ class Credential:
 
 
 def digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+    # surrogatepass: a credential with a lone surrogate (a WebSocket's connection_init can carry one) is one that
+    # matches nothing, not a crash
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _secret(prefix: str) -> str:

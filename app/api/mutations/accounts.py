@@ -12,6 +12,7 @@ from app.api.auth import CREDENTIALS, bearer, require_viewer
 from app.api.context import Info
 from app.api.errors import bad_argument
 from app.api.rate_limit import admit_attempt
+from app.api.relay import database_id
 from app.api.types.account_error import AccountError, refused
 from app.api.types.viewer import ApiKeyInfo, Viewer
 from app.ratelimit.callers import account_key
@@ -94,11 +95,12 @@ async def api_key_create_resolver(info: Info, name: str) -> ApiKeyPayload:
 
 async def api_key_revoke_resolver(info: Info, id: strawberry.ID) -> ApiKeyPayload:
     user = await require_viewer(info)
-    if not str(id).isdigit():
+    key_id = database_id(id)
+    if key_id < 0:
         raise bad_argument("`id` is an API key's id")
     try:
         async with info.context.services.db.begin() as session:
-            key = await revoke_api_key(session, user, int(id))
+            key = await revoke_api_key(session, user, key_id)
             revoked = ApiKeyInfo.from_model(key)
     except AccountRejected as error:
         return ApiKeyPayload(key=None, api_key=None, errors=refused(error))
