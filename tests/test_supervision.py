@@ -89,3 +89,34 @@ def test_a_child_that_keeps_exiting_spends_its_budget_and_stops_everything() -> 
     assert supervise([worker], policy, lambda: time.monotonic() > deadline) == 1
     assert len(worker.restarts) == 2
     assert restarts("worker", "exited") == counted + 2
+
+
+# Answers every /healthz with 503, as the API does while PostgreSQL or Redis is down.
+DEGRADED_API = """
+import http.server, sys
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(503)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Health).serve_forever()
+"""
+
+
+def test_an_api_that_answers_503_is_left_running() -> None:
+    port = free_port()
+    api = Child("api", [sys.executable, "-c", DEGRADED_API, str(port)], {}, f"http://127.0.0.1:{port}/healthz")
+    policy = Policy(grace_s=1, probe_s=0.2, failures_to_restart=2, budget=3, window_s=60)
+    api.start()
+    rounds = iter(range(25))  # 25 rounds of the watch, one probe each (0.2 s apart): ten times what restarts a hung one
+
+    def enough() -> bool:
+        return next(rounds, None) is None
+
+    try:
+        assert supervise([api], policy, enough) == 0
+    finally:
+        stop_all([api], grace_s=1)
+    assert api.answered
+    assert not api.restarts

@@ -75,13 +75,13 @@ class Child:
             self.process.wait(10)
 
     def probe(self, policy: Policy, now: float) -> bool:
-        """Asks /healthz when due; False once it went unanswered `failures_to_restart` times in a row (counted from
-        its first answer, or after STARTUP_S)."""
+        """Asks /healthz when due; False once it went unanswered (no answer within `probe_s`) `failures_to_restart`
+        times in a row, counted from its first answer, or after STARTUP_S."""
         if self.health_url is None or now < self.next_probe:
             return True
         self.next_probe = now + policy.probe_s
-        try:
-            ok = httpx.get(self.health_url, timeout=policy.probe_s).status_code < 500
+        try:  # any answer will do: a 503 says PostgreSQL or Redis is down, which a restart would not mend
+            ok = httpx.get(self.health_url, timeout=policy.probe_s).status_code > 0
         except httpx.HTTPError:
             ok = False
         self.answered = self.answered or ok
