@@ -3,14 +3,17 @@ SIGTERM is killed after the grace period, and a child that keeps failing spends 
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
 from pathlib import Path
 
+import redis
 from prometheus_client import REGISTRY
 
-from app.runtime.children import Child, Policy, stop_all, supervise
+from app.runtime.children import Child, Policy, Restarted, stop_all, supervise
+from app.runtime.embedded import EmbeddedRedis
 from app.runtime.processes import free_port
 
 # Answers /healthz twice, then hangs inside the third request (single-threaded: nothing is answered any more);
@@ -120,3 +123,23 @@ def test_an_api_that_answers_503_is_left_running() -> None:
         stop_all([api], grace_s=1)
     assert api.answered
     assert not api.restarts
+
+
+def test_embedded_redis_that_dies_is_started_again_on_its_port(tmp_path: Path) -> None:
+    server = EmbeddedRedis(tmp_path / "redis")
+    server.start()
+    try:
+        client = redis.Redis.from_url(server.url())
+        client.set("before", "1")
+        os.kill(int(server.pid_file.read_text()), signal.SIGKILL)
+        supervised = Restarted("embedded Redis", server)
+        deadline = time.monotonic() + 60
+        status = supervise([supervised], Policy(), lambda: bool(supervised.restarts) or time.monotonic() > deadline)
+        assert status == 0
+        assert len(supervised.restarts) == 1
+        assert server.exit_status() is None
+        assert client.ping()  # same address: clients reconnect to it as they are
+        assert client.get("before") is None  # derived state only: nothing was kept
+        client.close()
+    finally:
+        server.stop()

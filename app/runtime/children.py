@@ -1,5 +1,5 @@
-"""The children of `newsagg up` (API, worker): watched, restarted within a budget when one exits or its /healthz
-stops answering, and stopped with SIGTERM, then SIGKILL once the grace period is over."""
+"""The children of `newsagg up` (API, worker, embedded Redis): watched, restarted within a budget when one exits or
+its /healthz stops answering, and stopped with SIGTERM, then SIGKILL once the grace period is over."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import signal
 import subprocess
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import httpx
 
@@ -90,7 +91,41 @@ class Child:
         return not counting or self.unanswered < policy.failures_to_restart
 
 
-def stop_all(children: list[Child], grace_s: float) -> None:
+class EmbeddedServer(Protocol):
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def exit_status(self) -> int | None: ...
+
+
+@dataclass
+class Restarted:
+    """An embedded server restarted in place (same port, same folder) when it exits: embedded Redis, which holds
+    only derived state, so its children reconnect to it and carry on. Stopping it is its owner's business."""
+
+    name: str
+    server: EmbeddedServer
+    restarts: deque[float] = field(default_factory=deque)
+
+    def start(self) -> None:
+        self.server.start()
+
+    def exit_status(self) -> int | None:
+        return self.server.exit_status()
+
+    def terminate(self) -> None:
+        pass
+
+    def reap(self, deadline: float) -> None:
+        self.server.stop()
+
+    def probe(self, policy: Policy, now: float) -> bool:
+        return True
+
+
+Supervised = Child | Restarted
+
+
+def stop_all(children: Sequence[Supervised], grace_s: float) -> None:
     """SIGTERM to every child at once, then each is waited for until the common grace period ends, then killed."""
     for child in children:
         child.terminate()
@@ -99,7 +134,7 @@ def stop_all(children: list[Child], grace_s: float) -> None:
         child.reap(deadline)
 
 
-def restart(child: Child, policy: Policy, why: tuple[str, str], now: float) -> bool:
+def restart(child: Supervised, policy: Policy, why: tuple[str, str], now: float) -> bool:
     """Restarts `child` unless its budget is spent (False: the caller stops everything); `why` is (exited or
     unhealthy, what happened)."""
     kind, reason = why
@@ -119,15 +154,15 @@ def restart(child: Child, policy: Policy, why: tuple[str, str], now: float) -> b
 
 
 def supervise(
-    children: list[Child],
+    children: Sequence[Supervised],
     policy: Policy,
     stopping: Callable[[], bool],
     others: Callable[[], dict[str, int | None]] = dict,
     started: Callable[[], None] = lambda: None,
 ) -> int:
-    """Until `stopping()`: restarts a child that exited or stopped answering (then calls `started`); 1 when a budget
-    is spent or one of `others` (servers that are not restarted: name -> exit status) exited, 0 when asked to
-    stop."""
+    """Until `stopping()`: restarts a child (or server) that exited or stopped answering, then calls `started`; 1 when
+    a budget is spent or one of `others` (servers that are not restarted: name -> exit status) exited, 0 when asked
+    to stop."""
     while not stopping():
         now = time.monotonic()
         for name, status in others().items():
@@ -138,7 +173,7 @@ def supervise(
             status = child.exit_status()
             why = ("exited", f"exited with status {status}") if status is not None else None
             if why is None and not child.probe(policy, now):
-                why = ("unhealthy", f"left /healthz unanswered {child.unanswered} times in a row")
+                why = ("unhealthy", f"left /healthz unanswered {policy.failures_to_restart} times in a row")
             if why is not None:
                 if not restart(child, policy, why, now):
                     return 1

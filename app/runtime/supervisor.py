@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import upgrade_sync
-from app.runtime.children import Child, Policy, stop_all, supervise
+from app.runtime.children import Child, Policy, Restarted, stop_all, supervise
 from app.runtime.demo import DemoFeedServer
 from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from app.runtime.processes import port_is_free
@@ -142,9 +142,11 @@ def run_up(settings: Settings, options: UpOptions) -> int:
         _write_children(settings.home, children)
         print(f"newsagg is up: GraphQL (GraphiQL, HTTP, WebSocket) at http://{options.host}:{options.port}/graphql",
               flush=True)  # fmt: skip
-        servers = embedded.servers
-        return supervise(children, policy, lambda: stop.requested,
-                         lambda: {name: server.exit_status() for name, server in servers.items()},
+        # embedded Redis holds derived state only: restarted in place; embedded PostgreSQL exiting stops everything
+        redis = [Restarted(name, s) for name, s in embedded.servers.items() if isinstance(s, EmbeddedRedis)]
+        fatal = {name: s for name, s in embedded.servers.items() if not isinstance(s, EmbeddedRedis)}
+        return supervise([*children, *redis], policy, lambda: stop.requested,
+                         lambda: {name: server.exit_status() for name, server in fatal.items()},
                          started=lambda: _write_children(settings.home, children))  # fmt: skip
 
 
