@@ -13,6 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import pytest
+import redis
+from arq.worker import Retry
 from prometheus_client import REGISTRY
 from sqlalchemy import text
 
@@ -23,6 +26,7 @@ from app.runtime.embedded import EmbeddedRedis
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
+from jobs.loop import retried_on_redis
 from tests.conftest import GraphQLClient, document, serve_api, subscribe_ws, until_listening
 from tests.processes import deployment_env, running
 
@@ -40,8 +44,8 @@ def own_redis(folder: Path) -> Iterator[EmbeddedRedis]:
 
 
 @contextlib.asynccontextmanager
-async def services_on(settings: Settings, redis: EmbeddedRedis) -> AsyncIterator[Services]:
-    opened = Services.open(settings.model_copy(update={"redis_url": redis.url()}))
+async def services_on(settings: Settings, server: EmbeddedRedis) -> AsyncIterator[Services]:
+    opened = Services.open(settings.model_copy(update={"redis_url": server.url()}))
     try:
         yield opened
     finally:
@@ -91,8 +95,8 @@ async def test_subscribers_get_every_event_once_in_order_across_a_redis_restart(
     services: Services, settings: Settings, tmp_path: Path
 ) -> None:
     caught_up_before = caught_up()
-    with own_redis(tmp_path / "redis") as redis:
-        async with services_on(settings, redis) as own, serve_api(own.settings, own) as api_url:
+    with own_redis(tmp_path / "redis") as server:
+        async with services_on(settings, server) as own, serve_api(own.settings, own) as api_url:
             source_id, ids = await stored_articles(own, own.settings, 9)
             expected = [f"Wire {k}" for k in range(9)]
             received: list[list[str]] = [[] for _ in range(SUBSCRIBERS)]
@@ -104,7 +108,7 @@ async def test_subscribers_get_every_event_once_in_order_across_a_redis_restart(
             await until_received(received, 3)
 
             # when Redis stops, three more are stored (the relay keeps them) and the API is queried
-            redis.stop()
+            server.stop()
             await announce(own, source_id, ids[3:6])
             assert await relay_all(own.engine, own.redis, (ARTICLES_ADDED,)) == 0
             cache_failures = degraded("cache")
@@ -117,7 +121,7 @@ async def test_subscribers_get_every_event_once_in_order_across_a_redis_restart(
             assert degraded("broadcast") > 0
 
             # then Redis comes back: the API catches up from the outbox before any relay has run
-            redis.start()
+            server.start()
             await until_received(received, 6)
             await until_listening(own, ARTICLES_ADDED, count=SUBSCRIBERS)
             # the relay now publishes the three it kept (already delivered: skipped) and three new ones
@@ -137,21 +141,21 @@ OUTAGE_SECONDS = 5
 async def test_a_worker_survives_a_redis_outage_and_relays_what_was_stored_meanwhile(
     services: Services, settings: Settings, tmp_path: Path
 ) -> None:
-    with own_redis(tmp_path / "redis") as redis:
-        own = settings.model_copy(update={"redis_url": redis.url()})
+    with own_redis(tmp_path / "redis") as server:
+        own = settings.model_copy(update={"redis_url": server.url()})
         source_id, ids = await stored_articles(services, settings, 2)
         env = deployment_env(own, tmp_path / "home")
         with running(env, "worker", log=tmp_path / "worker.log") as worker:
             await announce(services, source_id, ids[:1])
             await until_delivered(services, 1)
             # when Redis is down for a while and an article is stored meanwhile
-            redis.stop()
+            server.stop()
             await announce(services, source_id, ids[1:])
             started = time.monotonic()
             while time.monotonic() - started < OUTAGE_SECONDS:
                 assert worker.process.poll() is None, worker.log.read_text()
                 await asyncio.sleep(0.2)
-            redis.start()
+            server.start()
             # then the same worker process relays it
             await until_delivered(services, 2)
             assert worker.process.poll() is None
@@ -169,3 +173,30 @@ async def until_delivered(services: Services, count: int) -> None:
             if delivered >= count:
                 return
             await asyncio.sleep(0.2)
+
+
+async def test_a_job_that_fails_on_redis_is_retried_later_with_back_off() -> None:
+    calls: list[int] = []
+
+    async def enqueue_something(ctx: dict[str, object]) -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise redis.exceptions.ConnectionError("Connection refused")
+        return "done"
+
+    job = retried_on_redis(enqueue_something)
+    deferrals = []
+    for job_try in (1, 2):
+        with pytest.raises(Retry) as retry:
+            await job({"job_try": job_try})
+        deferrals.append(retry.value.defer_score)
+    assert deferrals == [1000, 2000]  # ms: 1 s, then 2 s
+    assert await job({"job_try": 3}) == "done"
+
+
+async def test_a_job_that_fails_otherwise_is_not_retried() -> None:
+    async def broken(ctx: dict[str, object]) -> None:
+        raise ValueError("a bug, not an outage")
+
+    with pytest.raises(ValueError, match="a bug"):
+        await retried_on_redis(broken)({"job_try": 1})
