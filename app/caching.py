@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from app.resilience.metrics import REDIS_DEGRADED
+
 log = logging.getLogger(__name__)
 
 LOCK_MS = 5_000  # longest a computation may hold the key before others compute too
@@ -125,6 +127,7 @@ class SingleFlightCache:
 
     def _failed(self, error: Exception) -> None:
         self.stats.errors += 1
+        REDIS_DEGRADED.labels("cache").inc()
         log.warning("cache: Redis unavailable, serving uncached: %s", error)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -11,6 +12,7 @@ from app.caching import SingleFlightCache
 from app.db.engine import create_engine, session_factory
 from app.ratelimit.policies import RateLimits
 from app.realtime.broadcast import Broadcaster
+from app.realtime.catchup import read_missed
 from app.search.service import Search
 from app.settings import Settings
 
@@ -37,7 +39,10 @@ class Services:
         engine = create_engine(settings, pre_ping=pre_ping)
         redis = Redis.from_url(settings.redis_url)
         sessions = session_factory(engine)
-        return cls(settings, engine, sessions, redis, Broadcaster(redis), SingleFlightCache(redis),
+        broadcaster = Broadcaster(redis, missed=partial(read_missed, engine),
+                                  catch_up_seconds=settings.broadcast_catch_up_seconds,
+                                  backoff_cap=settings.redis_backoff_max_seconds)  # fmt: skip
+        return cls(settings, engine, sessions, redis, broadcaster, SingleFlightCache(redis),
                    Search(settings, sessions, redis), RateLimits(redis, settings))  # fmt: skip
 
     async def close(self) -> None:

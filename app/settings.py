@@ -224,6 +224,40 @@ class Settings(BaseSettings):
     story_updates_retention_hours: float = Field(
         default=24, description="Delivered `storyUpdated` events are kept this long (only the live push reads them)."
     )
+    articles_added_retention_hours: float = Field(
+        default=1,
+        description="Delivered `articleAdded` events are kept this long (an API process that lost Redis "
+        "catches its subscribers up from them).",
+    )
+    broadcast_catch_up_seconds: float = Field(
+        default=10,
+        description="After a Redis outage, an API process re-reads from the outbox the events delivered "
+        "this long before it noticed the loss (events its subscribers may have missed; those seen are skipped).",
+    )
+    redis_backoff_max_seconds: float = Field(
+        default=5,
+        description="Longest wait between two reconnects to Redis (the broadcaster's and the worker's).",
+    )
+
+    # --- supervision (`newsagg up`) -------------------------------------------------------------------------
+    stop_grace_seconds: float = Field(
+        default=20,
+        description="`newsagg up` waits this long after SIGTERM for a child before it sends SIGKILL.",
+    )
+    health_probe_seconds: float = Field(
+        default=5,
+        description="`newsagg up` asks its API's /healthz this often (and waits this long at most).",
+    )
+    health_failures_to_restart: int = Field(
+        default=3,
+        description="`newsagg up` restarts its API after this many unanswered /healthz probes in a row.",
+    )
+    restart_budget: int = Field(
+        default=5,
+        description="`newsagg up` restarts a child at most this many times within `restart_window_seconds`; "
+        "one more failure stops everything.",
+    )
+    restart_window_seconds: float = Field(default=300, description="The window of `restart_budget`.")
 
     # --- fetching -----------------------------------------------------------------------------------------
     fetch_timeout_seconds: float = Field(default=10, description="Connect/read timeout of one fetch.")

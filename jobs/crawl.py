@@ -8,10 +8,11 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
-from app.ingest.events import publish_articles_added
+from app.ingest.events import ARTICLES_ADDED
 from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
 from app.ingest.scheduler import claim_due_sources
 from app.observability.work import count_push, count_refresh
+from app.outbox.relay import relay_all
 from app.queue_names import REFRESH_SOURCE, UNDERSTAND_ARTICLES
 from app.services import Services
 from app.sources import repository as sources
@@ -59,10 +60,11 @@ async def refresh_source_job(
 
 
 async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutcome) -> None:
-    """What follows a committed ingest: new articles announced, a discovered hub subscribed to."""
+    """What follows a committed ingest: new articles announced at once (their outbox event published; with Redis
+    down, the relay's next run does it), understood next, a discovered hub subscribed to."""
     services: Services = ctx["services"]
-    await publish_articles_added(services.redis, source_id, outcome.new_article_ids)
     if outcome.new_article_ids:
+        await relay_all(services.engine, services.redis, (ARTICLES_ADDED,))
         await ctx["redis"].enqueue_job(
             UNDERSTAND_ARTICLES, outcome.new_article_ids, _queue_name=services.settings.queue_name
         )

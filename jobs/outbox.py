@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
+from app.ingest.events import ARTICLES_ADDED
 from app.outbox import repository as outbox
 from app.outbox.relay import relay_all
 from app.search.sync import SEARCH_TOPIC
@@ -14,7 +15,11 @@ from app.stories.updates import STORY_UPDATED_TOPIC
 from app.stories.velocity import BREAKING_TOPIC
 from jobs.maintenance import delete_in_batches
 
-PUSHED_TOPICS = (BREAKING_TOPIC, STORY_UPDATED_TOPIC)  # outbox topics the relay publishes on Redis, in this order
+PUSHED_TOPICS = (
+    BREAKING_TOPIC,
+    STORY_UPDATED_TOPIC,
+    ARTICLES_ADDED,
+)  # outbox topics the relay publishes on Redis, in this order
 
 
 async def publish_outbox(services: Services) -> int:
@@ -30,12 +35,13 @@ async def relay_outbox_job(ctx: dict[str, Any]) -> int:
 
 async def prune_outbox(ctx: dict[str, Any]) -> int:
     """Hourly: delivered events go once nobody reads them any more: breaking news after its catch-up window
-    (`breakingEvents(after:)`), story updates (only ever pushed live) and search-index events after their retention.
-    Undelivered events stay."""
+    (`breakingEvents(after:)`), story updates and new articles (pushed live, kept for an API process's catch-up)
+    and search-index events after their retention. Undelivered events stay."""
     services: Services = ctx["services"]
     settings, now = services.settings, datetime.now(UTC)
     retention = {BREAKING_TOPIC: timedelta(days=settings.breaking_events_retention_days),
                  STORY_UPDATED_TOPIC: timedelta(hours=settings.story_updates_retention_hours),
+                 ARTICLES_ADDED: timedelta(hours=settings.articles_added_retention_hours),
                  SEARCH_TOPIC: timedelta(hours=settings.search_events_retention_hours)}  # fmt: skip
     deleted = 0
     for topic, kept in retention.items():

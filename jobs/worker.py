@@ -23,6 +23,7 @@ from app.settings import Settings, get_settings
 from app.stories.store import ClusteringCache
 from jobs.backlogs import SAMPLE_SECONDS, sample_backlogs_job
 from jobs.crawl import crawl_tick, ingest_push_job, prune_fetch_log, refresh_source_job
+from jobs.loop import ResilientWorker, retried_on_redis
 from jobs.outbox import prune_outbox, relay_outbox_job
 from jobs.search import recent_index_job, sync_search_job
 from jobs.stories import merge_stories_job, understand_articles_job
@@ -30,6 +31,8 @@ from jobs.websub import websub_renew, websub_subscribe_job
 
 
 async def startup(ctx: dict[str, Any]) -> None:
+    if "services" in ctx:
+        return  # the loop restarted after a Redis outage (jobs/loop.py): the process's handles are still good
     settings: Settings = ctx.get("settings") or get_settings()
     ctx["settings"] = settings
     ctx["services"] = Services.open(settings, pre_ping=False)  # see app.db.engine.create_engine
@@ -43,6 +46,7 @@ async def shutdown(ctx: dict[str, Any]) -> None:
     await ctx["services"].close()
 
 
+REDIS_TRIES = 6  # a job that keeps failing on Redis gives up after about a minute of retries (1+2+4+8+16 s)
 RECENT_INDEX_TIMEOUT_S = 3600  # building the recent search index reads the last days' articles (15 s at 240,000)
 
 
@@ -52,8 +56,9 @@ def tick_seconds(every: int) -> set[int]:
 
 
 def _job(function: Callable[..., Coroutine[Any, Any, Any]], name: str, max_tries: int) -> Function:
-    """A job enqueued by name, measured under that name; results are not kept (nothing reads them)."""
-    return func(measured(function, name), name=name, keep_result=0, max_tries=max_tries)
+    """A job enqueued by name, measured under that name, run again later when it failed on Redis (each try counts
+    against `max_tries`); results are not kept (nothing reads them)."""
+    return func(measured(retried_on_redis(function), name), name=name, keep_result=0, max_tries=max_tries)
 
 
 def _cron(function: Callable[..., Coroutine[Any, Any, Any]], **schedule: Any) -> CronJob:
@@ -66,11 +71,11 @@ def worker_options(settings: Settings) -> dict[str, Any]:
     if not settings.redis_url:
         raise SystemExit("REDIS_URL is not set: run `newsagg up` (starts embedded Redis) or set REDIS_URL")
     functions: list[Function] = [
-        _job(refresh_source_job, REFRESH_SOURCE, max_tries=1),
-        _job(crawl_tick, CRAWL_TICK, max_tries=1),  # also enqueueable, besides the cron
-        _job(ingest_push_job, INGEST_PUSH, max_tries=1),
-        _job(websub_subscribe_job, WEBSUB_SUBSCRIBE, max_tries=1),
-        _job(understand_articles_job, UNDERSTAND_ARTICLES, max_tries=3),
+        _job(refresh_source_job, REFRESH_SOURCE, max_tries=REDIS_TRIES),
+        _job(crawl_tick, CRAWL_TICK, max_tries=REDIS_TRIES),  # also enqueueable, besides the cron
+        _job(ingest_push_job, INGEST_PUSH, max_tries=REDIS_TRIES),
+        _job(websub_subscribe_job, WEBSUB_SUBSCRIBE, max_tries=REDIS_TRIES),
+        _job(understand_articles_job, UNDERSTAND_ARTICLES, max_tries=REDIS_TRIES),
     ]
     return {
         "functions": functions,
@@ -98,4 +103,6 @@ def worker_options(settings: Settings) -> dict[str, Any]:
 
 
 def create_worker(settings: Settings, **overrides: Any) -> Worker:
-    return Worker(**{**worker_options(settings), **overrides})
+    """A worker whose loop survives Redis outages (jobs/loop.py)."""
+    options = {**worker_options(settings), **overrides}
+    return ResilientWorker(**options, backoff_cap=settings.redis_backoff_max_seconds)

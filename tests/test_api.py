@@ -11,7 +11,8 @@ import pytest
 import websockets
 
 from app.articles.repository import NewArticle, insert_new
-from app.ingest.events import ARTICLES_ADDED, publish_articles_added
+from app.ingest.events import ARTICLES_ADDED, announce_articles_added
+from app.outbox.relay import relay_all
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
@@ -175,8 +176,10 @@ async def test_article_added_subscription_over_websocket(api_url: str, services:
     stream = subscribe_ws(api_url, document("ArticleAdded"), {})
     first = asyncio.ensure_future(anext(stream))
     await until_listening(services, ARTICLES_ADDED)
-    # Sources 1 and 2 were created by seed(); publish as the worker does after its commit.
-    await publish_articles_added(services.redis, 2, [ids[1]])
+    # Sources 1 and 2 were created by seed(); announce as ingest does, relay as the worker does after its commit.
+    async with services.engine.begin() as connection:
+        await announce_articles_added(connection, 2, [ids[1]])
+    assert await relay_all(services.engine, services.redis, (ARTICLES_ADDED,)) == 1
     message = await asyncio.wait_for(first, 10)
     assert message["type"] == "next"
     assert message["payload"]["data"]["articleAdded"]["title"] == "Outlet 1 story 0"

@@ -162,12 +162,55 @@ def test_orphaned_servers_are_found_and_stopped_on_the_next_start(tmp_path: Path
     old_redis._process.wait(5)
 
 
-def test_when_an_embedded_server_dies_the_whole_tree_stops(up_run: tuple[Path, int, Path, Path]) -> None:
+def test_when_embedded_postgresql_dies_the_whole_tree_stops(up_run: tuple[Path, int, Path, Path]) -> None:
     home, port, demo, log = up_run
     process = _up(home, port, demo, log)
     _wait_for_articles(port, process, log)
     pids = _tree_pids(home)
-    psutil.Process(pids["redis"]).kill()
+    psutil.Process(pids["postgres"]).kill()
     assert process.wait(60) == 1
-    assert "embedded Redis exited" in log.read_text()
+    assert "embedded PostgreSQL exited" in log.read_text()
     assert _wait_gone(pids) == {}
+
+
+def test_embedded_redis_that_dies_is_restarted_and_the_tree_carries_on(up_run: tuple[Path, int, Path, Path]) -> None:
+    home, port, demo, log = up_run
+    process = _up(home, port, demo, log)
+    _wait_for_articles(port, process, log)
+    before = _tree_pids(home)
+    psutil.Process(before["redis"]).kill()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "embedded Redis exited" not in log.read_text():
+        time.sleep(0.2)
+    after = _wait_for_redis(home, before["redis"])
+    assert process.poll() is None, log.read_text()[-3000:]
+    assert {k: after[k] for k in ("api", "worker", "postgres")} == {k: before[k] for k in ("api", "worker", "postgres")}
+    health = _wait_for_health(port)
+    assert health["redis"]["ok"] is True, health
+    assert len(_articles(port)) == 100
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(60) == 0, log.read_text()[-3000:]
+    assert _wait_gone(after) == {}
+
+
+def _wait_for_redis(home: Path, old_pid: int) -> dict[str, int]:
+    """The tree's pids once embedded Redis runs under a new pid."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, ValueError):
+            pids = _tree_pids(home)
+            if pids["redis"] != old_pid and _alive(pids["redis"]):
+                return pids
+        time.sleep(0.2)
+    raise AssertionError("embedded Redis was not started again")
+
+
+def _wait_for_health(port: int) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            health: dict[str, Any] = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
+            if health.get("ok"):
+                return health
+        time.sleep(0.5)
+    raise AssertionError("the API never reported itself healthy again")

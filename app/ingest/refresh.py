@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.articles import repository as articles
 from app.articles.fingerprints import content_hash
 from app.ingest.crawl_policy import Bounds, CrawlPolicy, CrawlState, Decision, FailureKind, after_failure, after_success
+from app.ingest.events import announce_articles_added
 from app.ingest.fetch import FetchedFeed, FetchError, FetchPolicy, fetch_feed
 from app.ingest.hints import publisher_delay_s
 from app.ingest.parse import FeedParseError, ParsedEntry, ParsedFeed, TextLimits, parse_feed
@@ -253,6 +254,7 @@ async def _store_success(
         "error_message": parsed.bozo if parsed else None,
     }  # fmt: skip
     await _apply(connection, source, decision, fetch_log, validators=validators)
+    await announce_articles_added(connection, source.id, [a.id for a in inserted])
     status = "not_modified" if fetched.not_modified else "fetched"
     subscribe = found if wants_subscription(source.websub, found, settings, now) else None
     return RefreshOutcome(source.id, status, [a.id for a in inserted], subscribe=subscribe)

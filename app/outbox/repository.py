@@ -95,3 +95,18 @@ async def prune_delivered(db: Executor, topic: str, *, older_than: datetime, bat
     Walked in id order, which is creation order: the old rows come first and the scan stops at the batch."""
     result = await db.execute(_PRUNE_DELIVERED, {"topic": topic, "older_than": older_than, "batch": batch})
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+_MISSED = text("""
+    SELECT id, payload FROM outbox
+    WHERE topic = :topic AND (id > :after OR delivered_at >= :since OR created_at >= :since)
+    ORDER BY id LIMIT :limit
+""")
+
+
+async def events_missed(db: Executor, topic: str, *, after: int | None, since: datetime, limit: int) -> list[Any]:
+    """What a process whose pub/sub lost Redis at `since` may have missed of `topic`: the events after the last one it
+    delivered (`after`), and those delivered or written since it lost Redis (an event committed late can carry a
+    smaller id than one already seen). Oldest first; the caller skips the ones it saw."""
+    return list(await db.execute(_MISSED, {"topic": topic, "after": after if after is not None else 2**62,
+                                           "since": since, "limit": limit}))  # fmt: skip

@@ -1,4 +1,5 @@
-"""One Redis pub/sub connection per process, fanned out to any number of local subscribers."""
+"""One Redis pub/sub connection per process, fanned out to any number of local subscribers; when Redis goes away
+the reader reconnects with back-off and catches its subscribers up from the outbox (app/realtime/catchup.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from redis.asyncio import Redis
+
+from app.realtime.catchup import Delivered, MissedEvents
+from app.resilience.backoff import Backoff
+from app.resilience.metrics import BROADCAST_RECONNECTS, CAUGHT_UP, REDIS_DEGRADED
 
 log = logging.getLogger(__name__)
 
@@ -22,18 +28,28 @@ async def publish(redis: Redis, topic: str, payload: dict[str, Any]) -> None:
 
 
 class Broadcaster:
-    """Subscribers get each event of their topic in order; a subscriber that falls behind loses the oldest.
+    """Subscribers get each event of their topic in order, once; a subscriber that falls behind loses the oldest.
 
     A subscriber may ask for the events about one story only: those are routed to it by a lookup, so an event costs
-    the same whether a process holds ten or ten thousand subscribers following other stories."""
+    the same whether a process holds ten or ten thousand subscribers following other stories.
 
-    def __init__(self, redis: Redis) -> None:
+    Losing Redis costs latency, not events: the reader reconnects (waits doubling up to `backoff_cap` seconds),
+    resubscribes every topic, then delivers from the outbox (`missed`) what was published meanwhile, in order,
+    before anything newer. Without `missed` (a process with no database) a reconnect only resubscribes."""
+
+    def __init__(self, redis: Redis, *, missed: MissedEvents | None = None, catch_up_seconds: float = 10,
+                 backoff_cap: float = 5) -> None:  # fmt: skip
         self._redis = redis
         # topic -> story id (None: every event of the topic) -> subscribers' queues
         self._queues: dict[str, dict[int | None, set[asyncio.Queue[dict[str, Any]]]]] = {}
         self._reader: asyncio.Task[None] | None = None
         self._pubsub: Any = None
         self._lock = asyncio.Lock()
+        self._missed = missed
+        self._slack = timedelta(seconds=catch_up_seconds)
+        self._backoff = Backoff(cap=backoff_cap)
+        self._delivered = Delivered()
+        self.connected = False
 
     async def subscribe(self, topic: str, *, story_id: int | None = None) -> AsyncIterator[dict[str, Any]]:
         """The events of `topic` (with `story_id`: only those whose "story_id" is that)."""
@@ -44,7 +60,7 @@ class Broadcaster:
     @contextlib.asynccontextmanager
     async def listen(self, topic: str, *, story_id: int | None = None) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
         """Like `subscribe`, but attached as soon as entered: a caller that then reads the state it follows from the
-        database misses no event published meanwhile."""
+        database misses no event published meanwhile (while Redis is reachable; otherwise the catch-up brings it)."""
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=SUBSCRIBER_BUFFER)
         await self._attach(topic, story_id, queue)
         try:
@@ -54,14 +70,35 @@ class Broadcaster:
 
     async def _attach(self, topic: str, story_id: int | None, queue: asyncio.Queue[dict[str, Any]]) -> None:
         async with self._lock:
-            if self._pubsub is None:
-                self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
             if topic not in self._queues:
                 self._queues[topic] = {}
-                await self._pubsub.subscribe(CHANNEL_PREFIX + topic)
+                if self._reader is None:
+                    await self._connect()
+                elif self.connected:
+                    await self._subscribe_to(topic)
             self._queues[topic].setdefault(story_id, set()).add(queue)
             if self._reader is None:
                 self._reader = asyncio.create_task(self._read(), name="broadcast-reader")
+
+    async def _subscribe_to(self, topic: str) -> None:
+        """A failure here is the reader's to notice: its connection is the same, and it resubscribes everything."""
+        try:
+            await self._pubsub.subscribe(CHANNEL_PREFIX + topic)
+        except Exception as error:
+            log.warning("broadcast: subscribing to %s failed, left to the reconnect: %s", topic, error)
+
+    async def _connect(self) -> None:
+        """A fresh pub/sub connection subscribed to every topic; on failure the reader retries."""
+        if self._pubsub is not None:
+            with contextlib.suppress(Exception):
+                await self._pubsub.aclose()
+        self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            await self._pubsub.subscribe(*(CHANNEL_PREFIX + topic for topic in self._queues))
+            self.connected = True
+        except Exception as error:
+            self.connected = False
+            log.warning("broadcast: Redis unreachable, subscribers wait for the reconnect: %s", error)
 
     def listeners(self, topic: str, *, story_id: int | None = None) -> int:
         """How many local subscribers are attached to `topic` (or to one story of it)."""
@@ -75,19 +112,66 @@ class Broadcaster:
             routes.pop(story_id, None)
 
     async def _read(self) -> None:
-        async for message in self._pubsub.listen():
-            topic = message["channel"].decode()[len(CHANNEL_PREFIX) :]
+        """Forever: read pub/sub; on losing Redis, back off, reconnect, catch up, read again."""
+        lost_at = None if self.connected else datetime.now(UTC)
+        while True:
             try:
-                event = json.loads(message["data"])
-            except ValueError:
-                log.warning("dropping a malformed event on %s", topic)
-                continue
-            routes = self._queues.get(topic, {})
-            story = event.get("story_id") if isinstance(event, dict) else None
-            for queue in [*routes.get(None, ()), *(routes.get(story, ()) if isinstance(story, int) else ())]:
-                if queue.full():
-                    queue.get_nowait()
-                queue.put_nowait(event)
+                if lost_at is not None:
+                    await self._reconnect(lost_at)
+                    lost_at = None
+                async for message in self._pubsub.listen():
+                    self._deliver(message["channel"].decode()[len(CHANNEL_PREFIX) :], message["data"])
+                raise ConnectionError("the pub/sub connection ended")
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                lost_at = lost_at or datetime.now(UTC)
+                self.connected = False
+                REDIS_DEGRADED.labels("broadcast").inc()
+                wait = self._backoff.next_wait()
+                log.warning("broadcast: lost Redis (%s); reconnecting in %.1f s", error, wait)
+                await asyncio.sleep(wait)
+
+    async def _reconnect(self, lost_at: datetime) -> None:
+        async with self._lock:
+            await self._connect()
+            if not self.connected:
+                raise ConnectionError("Redis is still unreachable")
+            caught_up = await self._catch_up(lost_at - self._slack)
+        self._backoff.reset()
+        BROADCAST_RECONNECTS.inc()
+        log.info("broadcast: reconnected to Redis after %.1f s; %d missed event(s) delivered from the outbox",
+                 (datetime.now(UTC) - lost_at).total_seconds(), caught_up)  # fmt: skip
+
+    async def _catch_up(self, since: datetime) -> int:
+        """Delivers, topic by topic in outbox order, the events missed since `since` that were not delivered yet."""
+        if self._missed is None:
+            return 0
+        caught_up = 0
+        for topic in list(self._queues):
+            for event in await self._missed(topic, self._delivered.newest(topic), since):
+                if self._delivered.missed(topic, event):
+                    self._route(topic, event)
+                    CAUGHT_UP.labels(topic).inc()
+                    caught_up += 1
+        return caught_up
+
+    def _deliver(self, topic: str, data: bytes) -> None:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            log.warning("dropping a malformed event on %s", topic)
+            return
+        if self._delivered.live(topic, event):
+            self._route(topic, event)
+
+    def _route(self, topic: str, event: Any) -> None:
+        routes = self._queues.get(topic, {})
+        story = event.get("story_id") if isinstance(event, dict) else None
+        for queue in [*routes.get(None, ()), *(routes.get(story, ()) if isinstance(story, int) else ())]:
+            if queue.full():
+                queue.get_nowait()
+            queue.put_nowait(event)
 
     async def close(self) -> None:
         if self._reader is not None:

@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +24,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import upgrade_sync
+from app.runtime.children import Child, Policy, Restarted, stop_all, supervise
 from app.runtime.demo import DemoFeedServer
 from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
-from app.runtime.processes import child_setup, port_is_free, wait_child
+from app.runtime.processes import port_is_free
 from app.settings import Settings
 from app.sources.portability import load_default_sources
 from app.sources.service import SourceRequest, create_source
@@ -134,12 +134,20 @@ def run_up(settings: Settings, options: UpOptions) -> int:
             asyncio.run(_register_demo_sources(effective.model_copy(update={"allow_loopback_sources": True}), demo))
         else:
             asyncio.run(_with_session(effective, load_default_sources))
-        children = _start_children(env, options)
-        stack.callback(_stop_children, children)
-        _write_pids(settings.home, children)
+        children = _children(env, options)
+        policy = Policy.from_settings(settings)
+        stack.callback(stop_all, children, policy.grace_s)
+        for child in children:
+            child.start()
+        _write_children(settings.home, children)
         print(f"newsagg is up: GraphQL (GraphiQL, HTTP, WebSocket) at http://{options.host}:{options.port}/graphql",
               flush=True)  # fmt: skip
-        return _watch(children, embedded, stop)
+        # embedded Redis holds derived state only: restarted in place; embedded PostgreSQL exiting stops everything
+        redis = [Restarted(name, s) for name, s in embedded.servers.items() if isinstance(s, EmbeddedRedis)]
+        fatal = {name: s for name, s in embedded.servers.items() if not isinstance(s, EmbeddedRedis)}
+        return supervise([*children, *redis], policy, lambda: stop.requested,
+                         lambda: {name: server.exit_status() for name, server in fatal.items()},
+                         started=lambda: _write_children(settings.home, children))  # fmt: skip
 
 
 def _start_demo(home: Path, folder: Path) -> DemoFeedServer:
@@ -171,16 +179,16 @@ async def _register_demo_sources(settings: Settings, demo: DemoFeedServer) -> No
     log.info("demo: %d sources registered", len(demo.feeds))
 
 
-def _start_children(env: dict[str, str], options: UpOptions) -> dict[str, subprocess.Popen[bytes]]:
+def _children(env: dict[str, str], options: UpOptions) -> list[Child]:
     python = [sys.executable, "-m", "app"]
-    commands = {
-        "api": [*python, "api", "--host", options.host, "--port", str(options.port)],
-        "worker": [*python, "worker"],
-    }
-    return {
-        name: subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, preexec_fn=child_setup(signal.SIGTERM))
-        for name, command in commands.items()
-    }
+    health = f"http://{_loopback(options.host)}:{options.port}/healthz"
+    return [Child("api", [*python, "api", "--host", options.host, "--port", str(options.port)], env, health),
+            Child("worker", [*python, "worker"], env)]  # fmt: skip
+
+
+def _loopback(host: str) -> str:
+    """Where the supervisor reaches an API bound to `host`."""
+    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
 
 
 def _write_pids(home: Path, children: dict[str, subprocess.Popen[bytes]]) -> None:
@@ -188,22 +196,6 @@ def _write_pids(home: Path, children: dict[str, subprocess.Popen[bytes]]) -> Non
     (home / "processes.json").write_text(json.dumps(pids))
 
 
-def _watch(children: dict[str, subprocess.Popen[bytes]], embedded: EmbeddedSet, stop: _Stop) -> int:
-    """Until asked to stop; if any part of the tree dies on its own, stop the rest and fail."""
-    while not stop.requested:
-        statuses = {name: child.poll() for name, child in children.items()}
-        statuses.update({name: server.exit_status() for name, server in embedded.servers.items()})
-        for name, status in statuses.items():
-            if status is not None:
-                log.error("%s exited with status %s: stopping everything", name, status)
-                return 1
-        time.sleep(0.2)
-    return 0
-
-
-def _stop_children(children: dict[str, subprocess.Popen[bytes]]) -> None:
-    for child in children.values():
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-    for child in children.values():
-        wait_child(child, timeout=20)
+def _write_children(home: Path, children: list[Child]) -> None:
+    """processes.json, rewritten on each restart so `newsagg` tools find the live pids."""
+    _write_pids(home, {child.name: child.process for child in children if child.process is not None})

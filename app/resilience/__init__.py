@@ -1,0 +1,1 @@
+"""Surviving a dependency's outage: back-off, restarts and what they count."""

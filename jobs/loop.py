@@ -1,0 +1,66 @@
+"""The worker's arq loop, made to outlive Redis: arq's `Worker.main` ends at the first failed Redis call, so it is
+restarted with back-off (logged and counted); a job that failed on Redis is retried later with back-off."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from arq.worker import Retry, Worker
+from redis.exceptions import RedisError
+
+from app.resilience.backoff import Backoff
+from app.resilience.metrics import REDIS_DEGRADED, WORKER_RESTARTS
+
+log = logging.getLogger(__name__)
+
+REDIS_FAILURES = (RedisError, OSError, asyncio.TimeoutError)  # what a lost Redis raises, from redis-py or a socket
+REDIS_RETRY_FIRST_S = 1.0  # a job that failed on Redis runs again after 1, 2, 4 … seconds
+REDIS_RETRY_CAP_S = 60.0
+
+
+class ResilientWorker(Worker):
+    """An arq worker whose loop restarts when Redis goes away, waiting 0.1 s doubling up to `backoff_cap`; the jobs
+    it runs meanwhile go on (they find Redis again when it is back)."""
+
+    def __init__(self, *args: Any, backoff_cap: float = 5, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._backoff = Backoff(cap=backoff_cap)
+
+    async def main(self) -> None:
+        while True:
+            started = time.monotonic()
+            try:
+                await super().main()
+                return
+            except REDIS_FAILURES as error:
+                if time.monotonic() - started > 2 * self._backoff.cap:
+                    self._backoff.reset()  # it ran well for a while: this is a new outage
+                wait = self._backoff.next_wait()
+                WORKER_RESTARTS.inc()
+                log.warning("worker: lost Redis (%s: %s); restarting the loop in %.1f s",
+                            type(error).__name__, error, wait)  # fmt: skip
+                await asyncio.sleep(wait)
+
+
+JobFunction = Callable[..., Coroutine[Any, Any, Any]]
+
+
+def retried_on_redis(function: JobFunction) -> JobFunction:
+    """`function`, run again later (arq's Retry, while its tries last) when it fails because Redis is unreachable."""
+
+    @functools.wraps(function)
+    async def job(ctx: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await function(ctx, *args, **kwargs)
+        except REDIS_FAILURES as error:
+            REDIS_DEGRADED.labels("job").inc()
+            wait = min(REDIS_RETRY_CAP_S, REDIS_RETRY_FIRST_S * 2 ** (int(ctx.get("job_try") or 1) - 1))
+            log.warning("job %s failed on Redis (%s); retried in %.0f s", function.__name__, error, wait)
+            raise Retry(defer=wait) from error
+
+    return job
