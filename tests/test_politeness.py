@@ -75,3 +75,14 @@ async def test_robots_errors(services: Services, settings: Settings, feed_server
     feed_server.routes["/robots.txt"] = Reply(503, b"")
     assert not (await politeness.robots(host)).can_fetch(host + "/any", "newsagg")  # RFC 9309: 5xx = disallow
     assert await services.redis.ttl(f"newsagg:robots:{host}") <= 600  # and asked again soon
+
+
+async def test_jobs_for_one_host_that_start_together_fetch_its_robots_txt_once(
+    services: Services, settings: Settings, feed_server: FeedServer, http: Any
+) -> None:
+    feed_server.routes["/robots.txt"] = Reply(200, b"User-agent: *\nDisallow: /private/\n")
+    politeness = Politeness(services.redis, http, settings)
+    host = feed_server.url("")
+    answers = await asyncio.gather(*(politeness.robots(host) for _ in range(10)))
+    assert feed_server.hits["/robots.txt"] == 1
+    assert not any(robots.can_fetch(host + "/private/feed.xml", "newsagg") for robots in answers)

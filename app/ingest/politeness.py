@@ -7,6 +7,7 @@ refusal: n jobs for one host wait 0, 1/rate, 2/rate, ... seconds instead of all 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -59,6 +60,7 @@ class Politeness:
         self._http = http
         self._settings = settings
         self._reserve = redis.register_script(_RESERVE)
+        self._fetching: dict[str, asyncio.Task[str]] = {}  # one robots.txt fetch per host at a time in this worker
 
     async def admit(self, url: str) -> Admission:
         """May `url` be fetched, and after how long: robots.txt first, then the host's rate."""
@@ -78,12 +80,20 @@ class Politeness:
     async def robots(self, host: str) -> Protego:
         key = f"newsagg:robots:{host}"
         cached = await self._redis.get(key)
-        if cached is None:
-            text, ttl = await self._fetch_robots(host)
-            await self._redis.set(key, text, ex=ttl)
-        else:
-            text = cached.decode()
-        return Protego.parse(text)
+        if cached is not None:
+            return Protego.parse(cached.decode())
+        # Jobs for one host that start together (a worker runs many) share one fetch rather than each asking the
+        # publisher for its robots.txt
+        task = self._fetching.get(host)
+        if task is None:
+            task = self._fetching[host] = asyncio.create_task(self._fetch_and_cache(key, host))
+            task.add_done_callback(lambda _: self._fetching.pop(host, None))
+        return Protego.parse(await asyncio.shield(task))
+
+    async def _fetch_and_cache(self, key: str, host: str) -> str:
+        text, ttl = await self._fetch_robots(host)
+        await self._redis.set(key, text, ex=ttl)
+        return text
 
     async def _fetch_robots(self, host: str) -> tuple[str, int]:
         """RFC 9309: 4xx = no rules; 5xx or unreachable = disallow all, retried soon."""
