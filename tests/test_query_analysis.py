@@ -116,7 +116,7 @@ async def test_each_limit_is_a_typed_refusal_with_its_figures(gql: GraphQLClient
         alias_flood(31): ("TOO_MANY_ALIASES", "31 aliases; at most 30"),
         fan_out(7): ("TOO_MANY_FRAGMENT_SPREADS", "127 fragment spreads"),
         "{ stories(first: 100) { edges { node { articles(first: 100) { story { articles(first: 100) { id } } } } } } }":
-            ("QUERY_TOO_COMPLEX", "up to 1,010,100 nodes; at most 500,000"),
+            ("QUERY_TOO_COMPLEX", "up to 1,010,100 nodes; at most 20,000"),
     }  # fmt: skip
     for document, (code, figures) in refusals.items():
         [error] = (await gql.post(document))["errors"]
@@ -126,13 +126,16 @@ async def test_each_limit_is_a_typed_refusal_with_its_figures(gql: GraphQLClient
 
 
 async def test_a_cost_over_the_limit_is_refused_before_it_runs() -> None:
-    schema = build_schema(Settings(_env_file=None, query_max_cost=1))  # type: ignore[call-arg]
-    assert analysed("{ stories(first: 100) { edges { node { articles(first: 3) { id } } } } }")[0].cost == 1  # 101
+    narrow = analysed("{ stories(first: 100) { edges { node { articles(first: 3) { id } } } } }")[0]
+    assert (narrow.requests, narrow.github_cost, narrow.nodes, narrow.cost(100)) == (101, 1, 400, 4)
     wide = "{ stories(first: 100) { edges { node { a: articles(first: 3) { id } b: articles { id } } } } }"
-    result = await schema.execute(wide)  # 201 requests: 2 points
-    assert result.errors
-    assert result.errors[0].extensions == {"code": "QUERY_TOO_COMPLEX"}
-    assert "costs 2 points; at most 1" in result.errors[0].message
+    assert (analysed(wide)[0].github_cost, analysed(wide)[0].cost(100)) == (2, 24)  # 201 requests, 2,400 nodes
+    for nodes_per_point, points in ((100, 24), (10**6, 2)):  # the nodes' price, else GitHub's
+        tuned = Settings(_env_file=None, query_max_cost=1, query_nodes_per_point=nodes_per_point)  # type: ignore[call-arg]
+        result = await build_schema(tuned).execute(wide)
+        assert result.errors
+        assert result.errors[0].extensions == {"code": "QUERY_TOO_COMPLEX"}
+        assert f"costs {points} points; at most 1" in result.errors[0].message
 
 
 def test_figures_of_hand_written_documents() -> None:
@@ -145,13 +148,19 @@ def test_figures_of_hand_written_documents() -> None:
     assert analysed(document, {})[0].nodes == 20 * (1 + 7 * 21) + 120  # an omitted variable: the default page
     assert analysed(document, {"n": "ten", "m": True})[0].nodes == 20 * (1 + 20 * 21) + 120
     assert analysed(document, {"n": -5})[0].nodes == 120
-    assert [analysed(document, {"n": n, "m": 1})[0].cost for n in (1, 73, 74)] == [1, 1, 2]  # 5, 149, 151 requests
-    assert analysed(document, {"n": 100, "m": 100})[0].cost == 101  # 1 + 100 x (1 + 100) + 2 requests
+    assert [analysed(document, {"n": n, "m": 1})[0].github_cost for n in (1, 73, 74)] == [1, 1, 2]  # 5, 149, 151
+    assert analysed(document, {"n": 100, "m": 100})[0].github_cost == 101  # 1 + 100 x (1 + 100) + 2 requests
+    # the price is the nodes' when more: 100 nodes a point, rounded up
+    assert [analysed(document, {"n": n, "m": 1})[0].cost(100) for n in (0, 3, 4)] == [2, 2, 3]  # 120, 186, 208 nodes
+    assert analysed(document, {"n": 100, "m": 100})[0].cost(100) == 2103  # 100 x (1 + 100 x 21) + 120 nodes
 
 
-def test_the_thirty_alias_page_flood_is_priced() -> None:
+def test_the_thirty_alias_page_flood_is_priced_by_its_nodes() -> None:
+    """30 pages of 100 are 30 connections requested, 1 point by GitHub's rule alone; their 3,000 nodes are 30."""
     summary = analysed(alias_flood(30))[0]
-    assert (summary.aliases, summary.nodes, summary.requests, summary.cost) == (30, 3000, 30, 1)
+    assert (summary.aliases, summary.nodes, summary.requests, summary.github_cost) == (30, 3000, 30, 1)
+    assert [analysed(alias_flood(n))[0].cost(100) for n in (1, 2, 30)] == [1, 2, 30]
+    assert analysed(alias_flood(30))[0].cost(1000) == 3
 
 
 def test_fragment_cycles_end() -> None:
@@ -162,13 +171,20 @@ def test_fragment_cycles_end() -> None:
     assert [e.message for e in validate(SCHEMA, parse(cyclic))] == ["Cannot spread fragment 'A' within itself via 'B'."]
 
 
-def test_the_documents_clients_copy_and_introspection_pass_and_cost_one_point() -> None:
+def test_the_documents_clients_copy_and_introspection_pass_and_cost_little() -> None:
+    """One point each, but Stories: 20 stories and 5 outlets of each's coverage are 120 nodes, 2 points (at pages
+    of 100, 600 nodes, 6 points)."""
     introspection = get_introspection_query(descriptions=True, specified_by_url=True, input_value_deprecation=True)
-    for text in [introspection, *(path.read_text() for path in sorted(GRAPHQL_DIR.glob("*.graphql")))]:
+    documents = {p.stem: p.read_text() for p in sorted(GRAPHQL_DIR.glob("*.graphql"))}
+    documents["introspection"] = introspection
+    prices: dict[int | None, dict[str, int]] = {None: {}, 100: {}}
+    for name, text in documents.items():
         assert not validate(SCHEMA, parse(text), [shape_rule(DEFAULTS)])
-        summary = analysed(text, {"first": 100})[0]
-        assert summary.cost == 1, (text[:80], summary)
-        assert summary.nodes <= 600, (text[:80], summary)
+        for first, costly in prices.items():
+            summary = analysed(text, {"first": first})[0]
+            if summary.cost(DEFAULTS.query_nodes_per_point) > 1:
+                costly[name] = summary.cost(DEFAULTS.query_nodes_per_point)
+    assert prices == {None: {"Stories": 2}, 100: {"Stories": 6}}
 
 
 async def test_each_request_is_priced_from_its_variables_with_validation_cached(
@@ -183,7 +199,7 @@ async def test_each_request_is_priced_from_its_variables_with_validation_cached(
         result = await schema.execute(document, {"n": n}, context_value=context)
         assert not result.errors
         prices.append((context.extra[QUERY_COST], context.extra[QUERY_NODES]))
-    assert prices == [(1, 101), (1, 5050), (1, 2020)]
+    assert prices == [(2, 101), (51, 5050), (21, 2020)]  # 100 nodes a point
     assert _get_validate_cache(5).cache_info().hits == 2
 
 

@@ -197,7 +197,8 @@ async def test_a_redis_that_never_answers_costs_its_timeout_not_the_request(serv
 
 async def test_the_charge_is_the_query_cost_the_analysis_computed(services: Services, settings: Settings) -> None:
     """What the query analysis prices a document at (Context.extra["query_cost"]) is what is charged: 100 stories,
-    each asking one article and its story's coverage, are 201 connections requested, 2 points."""
+    each asking one article and its story's coverage (a page of 20), are 201 connections requested, 2 points by
+    GitHub's rule, but 2,200 nodes, 22 points."""
     from app.api.context import Context
     from app.api.queue import JobQueue
     from app.api.schema import build_schema
@@ -205,7 +206,7 @@ async def test_the_charge_is_the_query_cost_the_analysis_computed(services: Serv
     costly = """{ rateLimit { cost remaining used }
                   stories(first: 100) { edges { node { articles(first: 1) { story { coverage { totalCount } } } } } }
                 }"""
-    tuned = settings.model_copy(update={"rate_limit_anonymous_points": 3})
+    tuned = settings.model_copy(update={"rate_limit_anonymous_points": 30})
     schema = build_schema(tuned)
     limited = Services.open(tuned)
     try:
@@ -214,7 +215,19 @@ async def test_the_charge_is_the_query_cost_the_analysis_computed(services: Serv
     finally:
         await limited.close()
     assert not first.errors, first.errors
-    assert (first.data or {})["rateLimit"] == {"cost": 2, "remaining": 1, "used": 2}
-    assert second.errors
-    assert second.errors[0].extensions == {"code": "RATE_LIMITED", "retryAfter": pytest.approx(1200, abs=2)}
+    assert (first.data or {})["rateLimit"] == {"cost": 22, "remaining": 8, "used": 22}
+    assert second.errors  # 14 points short, at 30 an hour
+    assert second.errors[0].extensions == {"code": "RATE_LIMITED", "retryAfter": pytest.approx(1680, abs=2)}
     assert second.data is None
+
+
+async def test_thirty_aliased_pages_are_charged_their_nodes(services: Services, settings: Settings) -> None:
+    """GitHub's rule prices 30 pages of 100 at 1 point (30 connections requested); their 3,000 nodes make it 30."""
+    flood = "{ " + " ".join(f"a{i}: articles(first: 100) {{ edges {{ node {{ id }} }} }}" for i in range(30))
+    async with limited_api(settings, rate_limit_anonymous_points=50) as http:
+        first = await post(http, flood + " rateLimit { cost used } }")
+        second = await post(http, flood + " }")
+        page = await post(http, "{ articles(first: 100) { edges { node { id } } } rateLimit { cost used } }")
+    assert first.json()["data"]["rateLimit"] == {"cost": 30, "used": 30}
+    assert (second.status_code, codes(second)) == (429, ["RATE_LIMITED"])  # 20 points left
+    assert page.json()["data"]["rateLimit"] == {"cost": 1, "used": 31}

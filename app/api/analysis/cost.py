@@ -1,5 +1,5 @@
-"""Each request's price, computed from its variables before it runs: GitHub's nodes and cost, kept on the context
-for the rate limiter and refused past the limits."""
+"""Each request's price, computed from its variables before it runs: GitHub's nodes and cost (raised to the nodes
+a point buys), kept on the context for the rate limiter and refused past the limits."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ class QueryCost(SchemaExtension):
         if document is not None and operation is not None:
             summary = price(context.schema._schema, document, operation, context.variables, self.settings)
             if isinstance(context.context, Context):
-                context.context.extra.update({QUERY_COST: summary.cost, QUERY_NODES: summary.nodes})
+                cost = summary.cost(self.settings.query_nodes_per_point)
+                context.context.extra.update({QUERY_COST: cost, QUERY_NODES: summary.nodes})
             if refusal := cost_refusal(summary, self.settings):
                 raise refusal  # execution never starts; strawberry answers with this error alone
         yield
@@ -67,7 +68,7 @@ def cost_refusal(summary: Summary, settings: Settings) -> BadRequest | None:
     if summary.nodes > settings.query_max_nodes:
         return BadRequest("QUERY_TOO_COMPLEX", f"the query asks for up to {figure(summary.nodes)} nodes; at most "
                           f"{settings.query_max_nodes:,} are allowed")  # fmt: skip
-    if summary.cost > settings.query_max_cost:
-        return BadRequest("QUERY_TOO_COMPLEX", f"the query costs {figure(summary.cost)} points; at most "
+    if (cost := summary.cost(settings.query_nodes_per_point)) > settings.query_max_cost:
+        return BadRequest("QUERY_TOO_COMPLEX", f"the query costs {figure(cost)} points; at most "
                           f"{settings.query_max_cost:,} are allowed")  # fmt: skip
     return None

@@ -59,9 +59,14 @@ class Summary:
         return Summary(depth, aliases, self.spreads, page * (1 + self.nodes), 1 + page * self.requests)
 
     @property
-    def cost(self) -> int:
+    def github_cost(self) -> int:
         """GitHub's rule: connections requested / 100, rounded, at least 1."""
         return max(1, (self.requests + 50) // 100)
+
+    def cost(self, nodes_per_point: int) -> int:
+        """The price charged: GitHub's, or the nodes at `nodes_per_point` a point (rounded up) when that is more.
+        GitHub's counts connections, not their items: thirty aliased pages of 100 are one point by it alone."""
+        return max(self.github_cost, -(-self.nodes // nodes_per_point))
 
 
 EMPTY = Summary()

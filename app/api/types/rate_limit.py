@@ -14,7 +14,10 @@ from app.ratelimit.bucket import Verdict
 @strawberry.type(description="The caller's points budget: what this query cost and what is left of the window's.")
 class RateLimit:
     limit: int = strawberry.field(description="Points this caller may spend per window.")
-    cost: int = strawberry.field(description="Points this query costs (connections' requested items / 100, min 1).")
+    cost: int = strawberry.field(
+        description="Points this query costs: connections requested / 100 (min 1), or its "
+        "nodes / 100 (by default), rounded up, if more."
+    )
     remaining: int = strawberry.field(description="Points left after this query.")
     used: int = strawberry.field(description="Points spent and not yet refilled.")
     reset_at: datetime = strawberry.field(description="When the budget is whole again if nothing more is spent.")
