@@ -21,9 +21,10 @@ APPLE = ["Apple unveils iPhone 6 with larger screen", "Apple iPhone 6 launch: la
          "Larger screen for Apple's new iPhone 6"]  # fmt: skip
 
 
-def test_terms_drop_stopwords_fold_plurals_and_weigh_names() -> None:
+def test_terms_drop_stopwords_stem_and_weigh_names() -> None:
     weights = terms("The Fed says Plosser's taper continues")
-    assert weights == {"fed": 2.0, "plosser": 2.0, "taper": 1.0, "continue": 1.0}
+    assert weights == {"fed": 2.0, "plosser": 2.0, "taper": 1.0, "continu": 1.0}
+    assert terms("The Fed says Plosser's taper continues", language="en") == weights  # unknown language: English
 
 
 def test_headlines_of_one_event_join_and_others_do_not() -> None:

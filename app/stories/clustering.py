@@ -282,22 +282,24 @@ class StoryClusterer:
     def __init__(self, policy: ClusteringPolicy | None = None) -> None:
         self.policy = policy or ClusteringPolicy()
 
-    def lookup(self, idf: dict[str, float]) -> tuple[list[str], int]:
-        """How an article (its terms' IDF) finds its candidate stories: its rarest terms, and how many of them a
-        story must have among its strongest terms (`min_shared`, or fewer when the article has fewer significant
+    def lookup(self, idf: dict[str, float], index: dict[str, set[int]]) -> tuple[list[str], int]:
+        """How an article (its terms' IDF) finds its candidate stories: its rarest terms that some live story is
+        found by (a headline cut into character bigrams has many, most of them unique to it), and how many of them
+        a story must have among its strongest terms (`min_shared`, or fewer when the article has fewer significant
         terms)."""
         rarest = heapq.nlargest(self.policy.candidate_terms, idf, key=idf.__getitem__)
         significant = sum(1 for w in rarest if idf[w] >= self.policy.significant_idf)
-        return rarest, max(min(self.policy.min_shared, significant), 1)
+        indexed = heapq.nlargest(self.policy.candidate_terms, (w for w in idf if w in index), key=idf.__getitem__)
+        return indexed, max(min(self.policy.min_shared, significant), 1)
 
     def assign(self, state: StoryState, article: IncomingArticle) -> int:
-        counts = terms(article.title, article.summary)
+        counts = terms(article.title, article.summary, article.language)
         state.observe(counts)
         idf = {w: state.idf(w) for w in counts}
         vector = {w: c * idf[w] for w, c in counts.items()}
         length = math.sqrt(sum(v * v for v in vector.values()))
         query = {w: v * idf[w] for w, v in vector.items()}  # against raw centroid weights: idf applied once here
-        lookup, sharing = self.lookup(idf)
+        lookup, sharing = self.lookup(idf, state.index)
         best, best_score = None, self.policy.threshold
         for story in state.candidates(lookup, article.at - self.policy.window, sharing=sharing):
             if not story.norm or story.first_seen < article.at - self.policy.lifetime:
