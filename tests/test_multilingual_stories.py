@@ -2,7 +2,8 @@
 same day does not, through the real path (articles stored, understood, clustered on PostgreSQL).
 
 The headlines are written for these tests, in the style of each language's press: the same event worded by two
-outlets (different verbs, word order, inflections, accents or capitals), and a different event of the same day."""
+outlets (different verbs, word order, inflections, accents or capitals), and a different event of the same day.
+Outside Latin script no pair shares a word that a Latin-only tokenizer would see (a number, a Latin name)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,14 @@ from app.stories.service import cluster_articles
 
 # language: (one outlet's headline, another outlet's headline of the same event, a different event that day)
 HEADLINES = {
-    "ru": ("Банк России неожиданно повысил ключевую ставку до 16%",
+    "ru": ("Банк России неожиданно повысил ключевую ставку",
            "Банк России поднял ключевую ставку до 16 процентов годовых",
            "В Москве выпал рекордный снег, пробки достигли 10 баллов"),
     "zh": ("台风“山竹”在广东登陆 数十万人紧急转移",
            "超强台风山竹登陆广东 当地紧急转移数十万群众",
            "上海股市周一收盘上涨 科技股领涨"),
     "ja": ("日銀、マイナス金利を解除 17年ぶりの利上げ",
-           "日本銀行がマイナス金利政策を解除、17年ぶり利上げへ",
+           "日本銀行がマイナス金利政策の解除を決定",
            "東京で桜が開花 平年より5日早く"),
     "ar": ("زلزال بقوة 6.8 درجات يضرب جنوب المغرب ومقتل المئات",
            "مقتل المئات في زلزال قوي ضرب جنوب المغرب",
@@ -44,7 +45,7 @@ HEADLINES = {
            "Fuerte sismo de magnitud 7,1 sacude México; reportan daños en el sur",
            "El Real Madrid ficha a un delantero brasileño por 60 millones"),
     "ko": ("한국은행, 기준금리 0.25%포인트 인상…연 3.5%",
-           "한은 기준금리 3.5%로 인상 결정",
+           "한은, 기준금리 인상 결정",
            "서울 아파트값 3주 연속 하락"),
     "hi": ("चंद्रयान-3 चांद के दक्षिणी ध्रुव पर सफलतापूर्वक उतरा",
            "इसरो का चंद्रयान-3 चंद्रमा के दक्षिणी ध्रुव पर उतरा, भारत ने रचा इतिहास",
@@ -53,7 +54,8 @@ HEADLINES = {
 
 
 async def ingested(services: Services, settings: Settings, language: str, titles: tuple[str, ...]) -> list[int]:
-    """Each title from an outlet of its own that declares the language, understood and clustered as at ingest."""
+    """Each title from an outlet of its own that declares the language, understood, and clustered as at ingest in a
+    batch of its own (so each finds the stories before it as PostgreSQL holds them)."""
     now = datetime.now(UTC)
     ids = []
     async with services.db.begin() as session:
@@ -65,8 +67,7 @@ async def ingested(services: Services, settings: Settings, language: str, titles
                              now + timedelta(minutes=k), k)  # fmt: skip
             ids += [a.id for a in await insert_new(session, [new])]
     await understand_articles(services.engine, ids, now=now)
-    placed = await cluster_articles(services.engine, ids)
-    return [placed[i] for i in ids]
+    return [(await cluster_articles(services.engine, [i]))[i] for i in ids]
 
 
 @pytest.mark.parametrize("language", sorted(HEADLINES))

@@ -21,6 +21,7 @@ from app.stories.bcubed import BCubed, bcubed
 from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState
 
 SUMMARY_CHARS = 1000
+UNKNOWN = "unknown"  # the language of an article too short to tell (clustered as English)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,7 @@ def evaluate(
     gold = [row.story for row, _ in arrivals]
     seconds = time.perf_counter() - started
     score = bcubed(predicted, gold)
+    languages = [row.language or UNKNOWN for row, _ in arrivals]
     return {
         "bcubed_precision": round(score.precision, 4),
         "bcubed_recall": round(score.recall, 4),
@@ -100,7 +102,19 @@ def evaluate(
         "articles": len(rows),
         "articles_per_second": round(len(rows) / seconds, 1) if seconds else None,
         "order": order,
+        "languages": by_language(predicted, gold, languages),
     }
+
+
+def by_language(predicted: list[int], gold: list[str], languages: list[str]) -> dict[str, dict[str, float]]:
+    """B-cubed among each language's articles (as detected): stories are cut to the articles of that language."""
+    scores = {}
+    for language in sorted(set(languages)):
+        chosen = [i for i, found in enumerate(languages) if found == language]
+        score = bcubed([predicted[i] for i in chosen], [gold[i] for i in chosen])
+        scores[language] = {"articles": len(chosen), "bcubed_precision": round(score.precision, 4),
+                            "bcubed_recall": round(score.recall, 4), "bcubed_f1": round(score.f1, 4)}  # fmt: skip
+    return scores
 
 
 def cross_validate(
