@@ -21,9 +21,10 @@ APPLE = ["Apple unveils iPhone 6 with larger screen", "Apple iPhone 6 launch: la
          "Larger screen for Apple's new iPhone 6"]  # fmt: skip
 
 
-def test_terms_drop_stopwords_fold_plurals_and_weigh_names() -> None:
+def test_terms_drop_stopwords_stem_and_weigh_names() -> None:
     weights = terms("The Fed says Plosser's taper continues")
-    assert weights == {"fed": 2.0, "plosser": 2.0, "taper": 1.0, "continue": 1.0}
+    assert weights == {"fed": 2.0, "plosser": 2.0, "taper": 1.0, "continu": 1.0}
+    assert terms("The Fed says Plosser's taper continues", language="en") == weights  # unknown language: English
 
 
 def test_headlines_of_one_event_join_and_others_do_not() -> None:
@@ -78,6 +79,30 @@ def test_eval_command_prints_json_last(tmp_path: Path) -> None:
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert set(result) >= {"bcubed_precision", "bcubed_recall", "bcubed_f1", "stories_predicted",
                            "articles_per_second"}  # fmt: skip
+
+
+def test_evaluation_reports_each_language(tmp_path: Path) -> None:
+    """A LANGUAGE column is read as given; without one, each headline's language is detected as at ingest."""
+    path = tmp_path / "mixed.csv"
+    events = [("台风山竹登陆广东 数十万人紧急转移", "typhoon", "zh"),
+              ("超强台风山竹登陆广东 紧急转移数十万群众", "typhoon", "zh"),
+              ("Банк России повысил ключевую ставку", "rates", "ru"),
+              ("Банк России поднял ключевую ставку до 16%", "rates", "ru"),
+              ("上海股市周一收盘上涨 科技股领涨", "shanghai", "zh")]  # fmt: skip
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["TITLE", "STORY", "PUBLISHER", "TIMESTAMP", "LANGUAGE"])
+        writer.writeheader()
+        for k, (title, story, language) in enumerate(events):
+            writer.writerow({"TITLE": title, "STORY": story, "PUBLISHER": f"p{k}", "TIMESTAMP": str(1394470370698 + k),
+                             "LANGUAGE": language})  # fmt: skip
+    result = evaluate(read_labelled_csv(path))
+    assert result["bcubed_f1"] == 1.0
+    assert result["languages"] == {
+        "ru": {"articles": 2, "bcubed_precision": 1.0, "bcubed_recall": 1.0, "bcubed_f1": 1.0},
+        "zh": {"articles": 3, "bcubed_precision": 1.0, "bcubed_recall": 1.0, "bcubed_f1": 1.0},
+    }
+    detected = evaluate(read_labelled_csv(write_csv(tmp_path / "labels.csv")))
+    assert set(detected["languages"]) == {"en"}
 
 
 def test_velocity_counts_recent_arrivals_and_breaking_cools_down() -> None:

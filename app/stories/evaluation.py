@@ -1,7 +1,8 @@
 """Measure story clustering on labelled headlines: B-cubed against the labels, and speed.
 
-CSV formats: the UCI News Aggregator columns (TITLE, STORY, PUBLISHER, TIMESTAMP in ms; optional SUMMARY or TEXT),
-or WikiRef220's (file, topic, title, text). `time` replays articles in timestamp order; `shuffled` interleaves
+CSV formats: the UCI News Aggregator columns (TITLE, STORY, PUBLISHER, TIMESTAMP in ms; optional SUMMARY or TEXT,
+and LANGUAGE), or WikiRef220's (file, topic, title, text). Without a LANGUAGE column each article's language is
+detected as at ingest. `time` replays articles in timestamp order; `shuffled` interleaves
 every story at random, all within one window: harder, and closer to a live firehose.
 """
 
@@ -15,10 +16,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from app.articles.language import article_language
 from app.stories.bcubed import BCubed, bcubed
 from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState
 
 SUMMARY_CHARS = 1000
+UNKNOWN = "unknown"  # the language of an article too short to tell (clustered as English)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +31,7 @@ class LabelledArticle:
     publisher: str
     at: datetime | None
     summary: str = ""
+    language: str | None = None
 
 
 def read_labelled_csv(path: Path) -> list[LabelledArticle]:
@@ -36,11 +40,19 @@ def read_labelled_csv(path: Path) -> list[LabelledArticle]:
         rows = list(csv.DictReader(handle))
     if rows and "STORY" in rows[0]:
         return [LabelledArticle(title=r["TITLE"], story=r["STORY"], publisher=r.get("PUBLISHER") or "",
-                                at=_from_ms(r.get("TIMESTAMP")), summary=_summary(r)) for r in rows]  # fmt: skip
+                                at=_from_ms(r.get("TIMESTAMP")), summary=_summary(r),
+                                language=r.get("LANGUAGE") or _detected(r["TITLE"], _summary(r)))
+                for r in rows]  # fmt: skip
     if rows and {"topic", "title", "text"} <= set(rows[0]):
         return [LabelledArticle(title=r["title"], story=r["topic"], publisher=r.get("file") or "", at=None,
-                                summary=r["text"][:SUMMARY_CHARS]) for r in rows]  # fmt: skip
+                                summary=r["text"][:SUMMARY_CHARS], language=_detected(r["title"], r["text"]))
+                for r in rows]  # fmt: skip
     raise ValueError(f"{path}: expected columns TITLE, STORY, PUBLISHER, TIMESTAMP (or file, topic, title, text)")
+
+
+def _detected(title: str, summary: str) -> str | None:
+    """The language as ingest finds it (no source declares one here)."""
+    return article_language(title, summary[:SUMMARY_CHARS], None)
 
 
 def _summary(row: dict[str, str]) -> str:
@@ -71,8 +83,8 @@ def evaluate(
     state = StoryState()
     arrivals = arrival_order(rows, order, seed)
     started = time.perf_counter()
-    articles = [IncomingArticle(id=index + 1, title=row.title, summary=row.summary, source=row.publisher, at=at)
-                for index, (row, at) in enumerate(arrivals)]  # fmt: skip
+    articles = [IncomingArticle(id=index + 1, title=row.title, summary=row.summary, source=row.publisher, at=at,
+                                language=row.language) for index, (row, at) in enumerate(arrivals)]  # fmt: skip
     placed = clusterer.assign_all(state, articles)
     if arrivals:
         clusterer.merge_pass(state, arrivals[-1][1])
@@ -80,6 +92,7 @@ def evaluate(
     gold = [row.story for row, _ in arrivals]
     seconds = time.perf_counter() - started
     score = bcubed(predicted, gold)
+    languages = [row.language or UNKNOWN for row, _ in arrivals]
     return {
         "bcubed_precision": round(score.precision, 4),
         "bcubed_recall": round(score.recall, 4),
@@ -89,7 +102,19 @@ def evaluate(
         "articles": len(rows),
         "articles_per_second": round(len(rows) / seconds, 1) if seconds else None,
         "order": order,
+        "languages": by_language(predicted, gold, languages),
     }
+
+
+def by_language(predicted: list[int], gold: list[str], languages: list[str]) -> dict[str, dict[str, float]]:
+    """B-cubed among each language's articles (as detected): stories are cut to the articles of that language."""
+    scores = {}
+    for language in sorted(set(languages)):
+        chosen = [i for i, found in enumerate(languages) if found == language]
+        score = bcubed([predicted[i] for i in chosen], [gold[i] for i in chosen])
+        scores[language] = {"articles": len(chosen), "bcubed_precision": round(score.precision, 4),
+                            "bcubed_recall": round(score.recall, 4), "bcubed_f1": round(score.f1, 4)}  # fmt: skip
+    return scores
 
 
 def cross_validate(

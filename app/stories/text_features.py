@@ -1,45 +1,36 @@
-"""Terms of a headline (and summary) for story matching, pure: stopwords out, plurals folded, names weighted."""
+"""Terms of a headline (and summary) for story matching, pure, in the article's language: words in their matching
+form (app/text/word_forms.py), text without spaces as character n-grams (app/text/segments.py), names weighted."""
 
 from __future__ import annotations
 
-import functools
-import re
 from collections import defaultdict
 
-_WORD = re.compile("[A-Za-z0-9][A-Za-z0-9'\u2019.-]*")
-_STOPWORD_TEXT = """
-a about above after again against all also am an and any are as at be been before being below between both but by
-can could did do does doing down during each few for from further had has have having he her here hers him his how
-i if in into is it its itself just me more most my new no nor not now of off on once only or other our out over own
-says said same she should so some such than that the their them then there these they this those through to too
-under until up very via was we were what when where which while who whom why will with would you your
-report reports update updates live video photos watch
-"""
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+from app.text.segments import segments
+from app.text.word_forms import stopwords, word_form
+
+# An article whose language is not known (too short to detect, no declared language) is taken as English, as search
+# takes a query: it is most of the corpus, and its words should meet the English ones of the same story.
+DEFAULT_LANGUAGE = "en"
 NAME_WEIGHT = 2.0  # a capitalised word inside a headline is usually a name: strong evidence of the story
 SUMMARY_WEIGHT = 0.5
+MIN_TITLE_WORD, MIN_SUMMARY_WORD = 2, 3  # shorter words say little (n-grams of unspaced text are kept whole)
 
 
-@functools.lru_cache(maxsize=1 << 17)  # headline words repeat: fold each once
-def _fold(word: str) -> str:
-    word = word.lower().replace("\u2019", "'").strip("'.-")
-    if word.endswith("'s"):
-        word = word[:-2]
-    if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    return word
-
-
-def terms(title: str, summary: str = "") -> dict[str, float]:
+def terms(title: str, summary: str = "", language: str | None = None) -> dict[str, float]:
     """Weighted terms: headline words, names (capitalised, not sentence-initial) doubled, summary words halved."""
+    language = language or DEFAULT_LANGUAGE
+    stop = stopwords(language)  # n-grams that are stop words ("我们", "没有") go too
     counts: dict[str, float] = defaultdict(float)
-    for index, raw in enumerate(_WORD.findall(title)):
-        word = _fold(raw)
-        if len(word) < 2 or word in STOPWORDS:
-            continue
-        counts[word] += NAME_WEIGHT if index > 0 and raw[:1].isupper() else 1.0
-    for raw in _WORD.findall(summary):
-        word = _fold(raw)
-        if len(word) >= 3 and word not in STOPWORDS:
+    for index, (kind, raw) in enumerate(segments(title)):
+        if kind == "gram":
+            if raw not in stop:
+                counts[raw] += 1.0
+        elif len(word := word_form(raw, language)) >= MIN_TITLE_WORD:
+            counts[word] += NAME_WEIGHT if index > 0 and raw[:1].isupper() else 1.0
+    for kind, raw in segments(summary):
+        if kind == "gram":
+            if raw not in stop:
+                counts[raw] += SUMMARY_WEIGHT
+        elif len(word := word_form(raw, language)) >= MIN_SUMMARY_WORD:
             counts[word] += SUMMARY_WEIGHT
     return dict(counts)
