@@ -37,7 +37,8 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                              "of it, embedded servers included.")  # fmt: skip
     _add_bind(up, settings)
     up.add_argument("--demo", type=Path, metavar="DIR",
-                    help="replay the feed files under DIR from a loopback HTTP server and register them as sources "
+                    help="replay the feed files under DIR (or a tar archive of them) from a loopback HTTP server and "
+                    "register them as sources "
                     "(works offline; allows loopback sources for this run)")  # fmt: skip
     up.add_argument("--speed", type=float, default=settings.demo_speed, metavar="X",
                     help="with --demo: replay X times faster than the news happened "

@@ -3,6 +3,7 @@ to the present, conditional GET."""
 
 from __future__ import annotations
 
+import tarfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import feedparser
 import httpx
 import pytest
 
-from app.runtime.demo import DemoFeedServer, discover_feeds
+from app.runtime.demo import DemoFeedServer, discover_feeds, unpacked
 from app.runtime.replay import Replay
 from tests.feeds import items, rss
 
@@ -103,6 +104,19 @@ def test_every_kind_of_date_moves_and_others_are_left_alone() -> None:
         b"<updated>2021-01-02T00:00:00+00:00</updated><dc:date>2021-01-02T06:00:00-05:00</dc:date>"
         b"<pubDate>not a date at all</pubDate><title>2021-01-01T00:00:00Z</title>"
     )
+
+
+def test_an_archive_is_unpacked_once_into_the_home(replay_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    packed = tmp_path_factory.mktemp("packed") / "feeds.tar.xz"
+    with tarfile.open(packed, "w:xz") as archive:
+        archive.add(replay_dir / "rss", "rss")
+    home = tmp_path_factory.mktemp("home")
+    folder = unpacked(packed, home)
+    assert [feed.path for feed in discover_feeds(folder)] == ["/rss/wire"]
+    (folder / "rss" / "wire" / "20200101T000000Z.xml").unlink()
+    assert unpacked(packed, home) == folder
+    assert len(discover_feeds(folder)[0].snapshots) == 1  # not unpacked again
+    assert unpacked(replay_dir, home) == replay_dir
 
 
 def test_a_folder_without_feeds_is_refused(tmp_path: Path) -> None:

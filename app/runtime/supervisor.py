@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import upgrade_sync
-from app.runtime.demo import DemoFeedServer
+from app.runtime.demo import DemoFeedServer, unpacked
 from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from app.runtime.processes import child_setup, port_is_free, wait_child
 from app.settings import Settings
@@ -152,7 +152,7 @@ def _start_demo(settings: Settings, folder: Path, speed: float) -> DemoFeedServe
     port_file = settings.home / "demo.port"
     previous = int(port_file.read_text()) if port_file.exists() and port_file.read_text().isdigit() else 0
     port = previous if previous and port_is_free(previous) else 0
-    server = DemoFeedServer(folder, port, speed=speed, hours=settings.demo_hours).start()
+    server = DemoFeedServer(unpacked(folder, settings.home), port, speed=speed, hours=settings.demo_hours).start()
     port_file.write_text(str(server.port))
     return server
 
