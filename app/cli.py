@@ -37,8 +37,12 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                              "of it, embedded servers included.")  # fmt: skip
     _add_bind(up, settings)
     up.add_argument("--demo", type=Path, metavar="DIR",
-                    help="replay the feed files under DIR from a loopback HTTP server and register them as sources "
+                    help="replay the feed files under DIR (or a tar archive of them) from a loopback HTTP server and "
+                    "register them as sources "
                     "(works offline; allows loopback sources for this run)")  # fmt: skip
+    up.add_argument("--speed", type=float, default=settings.demo_speed, metavar="X",
+                    help="with --demo: replay X times faster than the news happened "
+                    f"(default {settings.demo_speed:g}, NEWSAGG_DEMO_SPEED)")  # fmt: skip
 
     api = commands.add_parser("api", help="run the GraphQL API only (needs DATABASE_URL and REDIS_URL)",
                               description="Serve GraphQL at /graphql and /healthz.")  # fmt: skip
@@ -144,7 +148,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         from app.runtime.supervisor import UpOptions, run_up
 
         logged = {"NEWSAGG_LOG_LEVEL": args.log_level, "NEWSAGG_LOG_FORMAT": args.log_format}  # to its processes
-        return run_up(settings, UpOptions(host=args.host, port=args.port, demo=args.demo, environment=logged))
+        return run_up(settings, UpOptions(host=args.host, port=args.port, demo=args.demo, speed=args.speed,
+                                        environment=logged))  # fmt: skip
     if args.command == "api":
         import uvicorn
 

@@ -284,6 +284,22 @@ class Settings(BaseSettings):
         description="Accept feeds on loopback addresses (demo/replay mode turns this on; never in production).",
     )
 
+    demo_speed: float = Field(
+        default=600,
+        gt=0,
+        description="`up --demo` replays the snapshots this many times faster than they happened "
+        "(`--speed`; 600: ten minutes of news a second, so stories gather and break within two minutes).",
+    )
+    demo_hours: float = Field(
+        default=24, gt=0, description="`up --demo` replays the busiest stretch of this many hours of the snapshots."
+    )
+
+    story_merge_seconds: int = Field(
+        default=120,
+        description="How often stories that prove to be one are merged (and breaking ones cool down): "
+        "a divisor of 60, or whole minutes dividing an hour (`up --demo` makes it 10).",
+    )
+
     # --- WebSub (push) ------------------------------------------------------------------------------------
     public_url: str | None = Field(
         default=None,
@@ -381,6 +397,13 @@ class Settings(BaseSettings):
         for entry in entries:
             ipaddress.ip_network(entry.strip(), strict=False)  # a typo fails at start, not silently per request
         return entries
+
+    @field_validator("story_merge_seconds")
+    @classmethod
+    def _whole_cycles(cls, seconds: int) -> int:
+        if not (0 < seconds < 60 and 60 % seconds == 0) and not (seconds >= 60 and 3600 % seconds == 0 == seconds % 60):
+            raise ValueError("a divisor of 60, or whole minutes dividing an hour")
+        return seconds
 
     @field_validator("database_url")
     @classmethod

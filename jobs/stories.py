@@ -25,7 +25,7 @@ async def understand_articles_job(ctx: dict[str, Any], article_ids: list[int]) -
 
 
 async def merge_stories_job(ctx: dict[str, Any]) -> int:
-    """Every two minutes: stories that later articles show to be one are merged (old ids resolve); breaking stories
-    cool down."""
+    """Every NEWSAGG_STORY_MERGE_SECONDS: stories that later articles show to be one are merged (old ids resolve);
+    breaking stories cool down."""
     services: Services = ctx["services"]
     return await merge_stories(services.engine, datetime.now(UTC), ctx["clustering"])

@@ -55,6 +55,13 @@ def tick_seconds(every: int) -> set[int]:
     return set(range(0, 60, every))
 
 
+def _every(seconds: int) -> dict[str, set[int]]:
+    """A cron schedule for a period that divides a minute or an hour (an hourly one at half past the minute)."""
+    if seconds < 60:
+        return {"second": tick_seconds(seconds)}
+    return {"minute": set(range(0, 60, seconds // 60)), "second": {30}}
+
+
 def _job(function: Callable[..., Coroutine[Any, Any, Any]], name: str, max_tries: int) -> Function:
     """A job enqueued by name, measured under that name, run again later when it failed on Redis (each try counts
     against `max_tries`); results are not kept (nothing reads them)."""
@@ -84,7 +91,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             _cron(websub_renew, minute=17, second=0),
             _cron(prune_fetch_log, minute=41, second=0),
             _cron(prune_outbox, minute=41, second=30),
-            _cron(merge_stories_job, minute=set(range(0, 60, 2)), second=30),
+            _cron(merge_stories_job, **_every(settings.story_merge_seconds)),
             _cron(relay_outbox_job, second=tick_seconds(5)),
             _cron(sync_search_job, second=tick_seconds(5)),
             _cron(sample_backlogs_job, second=tick_seconds(SAMPLE_SECONDS), run_at_startup=True),

@@ -1,13 +1,18 @@
-"""Demo/replay mode's feed server: one feed per folder, snapshots served in order, conditional GET."""
+"""Demo/replay mode's feed server: one feed per folder, snapshots served on a compressed clock with their dates moved
+to the present, conditional GET."""
 
 from __future__ import annotations
 
+import tarfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import feedparser
 import httpx
 import pytest
 
-from app.runtime.demo import DemoFeedServer, discover_feeds
+from app.runtime.demo import DemoFeedServer, discover_feeds, unpacked
+from app.runtime.replay import Replay
 from tests.feeds import items, rss
 
 
@@ -26,19 +31,92 @@ def test_discovery(replay_dir: Path) -> None:
     assert feeds == {"/rss/wire": ["20200101T000000Z.xml", "20200102T000000Z.xml"], "/single.xml": ["single.xml"]}
 
 
-def test_snapshots_replay_in_order_then_stay_on_the_last(replay_dir: Path) -> None:
-    server = DemoFeedServer(replay_dir).start()
+class Clock:
+    """The replay's real clock, moved by hand."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_snapshots_replay_on_the_compressed_clock_with_dates_moved_to_the_present(replay_dir: Path) -> None:
+    began = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
+    clock = Clock(began)
+    server = DemoFeedServer(replay_dir, speed=3600, clock=clock).start()  # an hour of the snapshots a second
     try:
         url = server.url(server.feeds["/rss/wire"])
-        bodies = [httpx.get(url).content for _ in range(3)]
-        assert bodies[0].count(b"<item>") == 1
-        assert bodies[1].count(b"<item>") == 2
-        assert bodies[2] == bodies[1]
+        first = httpx.get(url)
+        assert first.content.count(b"<item>") == 1
+        clock.now = began + timedelta(seconds=23.9)  # 23.9 hours of the snapshots later: still the first
+        assert httpx.get(url).content == first.content
+        clock.now = began + timedelta(seconds=24)
+        second = feedparser.parse(httpx.get(url).content)
+        assert len(second.entries) == 2
+        # the last snapshot lands when the replay began; the gaps between dates are kept
+        published = sorted(datetime(*e.published_parsed[:6], tzinfo=UTC) for e in second.entries)
+        original = sorted(datetime(*e.published_parsed[:6], tzinfo=UTC)
+                          for e in feedparser.parse(rss(items(2))).entries)  # fmt: skip
+        offset = began - datetime(2020, 1, 2, tzinfo=UTC)
+        assert published == [when + offset for when in original]
+        clock.now = began + timedelta(days=9)  # past the stretch's end: the feed stays on its last snapshot
+        assert feedparser.parse(httpx.get(url).content).entries == second.entries
         etag = httpx.get(url).headers["etag"]
         assert httpx.get(url, headers={"If-None-Match": etag}).status_code == 304
         assert httpx.get(f"http://127.0.0.1:{server.port}/nope").status_code == 404
     finally:
         server.stop()
+
+
+def test_a_feed_not_yet_begun_answers_503(tmp_path: Path) -> None:
+    for name, day in (("early", "20200101"), ("late", "20200103")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{day}T000000Z.xml").write_bytes(rss(items(1)))
+    server = DemoFeedServer(tmp_path, speed=1, hours=72).start()
+    try:
+        assert httpx.get(server.url(server.feeds["/early"])).status_code == 200
+        late = httpx.get(server.url(server.feeds["/late"]))
+        assert late.status_code == 503
+        assert late.headers["retry-after"]
+    finally:
+        server.stop()
+
+
+def test_the_replay_is_the_busiest_stretch() -> None:
+    hour = timedelta(hours=1)
+    quiet = [datetime(2021, 1, 1, tzinfo=UTC) + day * timedelta(days=1) for day in range(5)]
+    busy = [datetime(2021, 2, 1, tzinfo=UTC) + n * hour for n in range(10)]
+    replay = Replay.busiest([*quiet, *busy, quiet[0]], hours=24, speed=60, began=busy[0])
+    assert (replay.start, replay.end) == (busy[0], busy[-1])
+    assert replay.position(busy[0] + timedelta(minutes=1)) == busy[1]
+    assert replay.position(busy[0] + timedelta(days=1)) == busy[-1]
+
+
+def test_every_kind_of_date_moves_and_others_are_left_alone() -> None:
+    replay = Replay(datetime(2021, 1, 1, tzinfo=UTC), datetime(2021, 1, 2, tzinfo=UTC), 1,
+                    datetime(2021, 1, 3, tzinfo=UTC))  # fmt: skip
+    body = (b"<pubDate>Sat, 02 Jan 2021 10:00:00 +1000</pubDate><published>2021-01-01T00:00:00+00:00</published>"
+            b"<updated>2021-01-01T00:00:00Z</updated><dc:date>2021-01-01T06:00:00-05:00</dc:date>"
+            b"<pubDate>not a date at all</pubDate><title>2021-01-01T00:00:00Z</title>")  # fmt: skip
+    assert replay.shift(body) == (
+        b"<pubDate>Sun, 03 Jan 2021 10:00:00 +1000</pubDate><published>2021-01-02T00:00:00+00:00</published>"
+        b"<updated>2021-01-02T00:00:00+00:00</updated><dc:date>2021-01-02T06:00:00-05:00</dc:date>"
+        b"<pubDate>not a date at all</pubDate><title>2021-01-01T00:00:00Z</title>"
+    )
+
+
+def test_an_archive_is_unpacked_once_into_the_home(replay_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    packed = tmp_path_factory.mktemp("packed") / "feeds.tar.xz"
+    with tarfile.open(packed, "w:xz") as archive:
+        archive.add(replay_dir / "rss", "rss")
+    home = tmp_path_factory.mktemp("home")
+    folder = unpacked(packed, home)
+    assert [feed.path for feed in discover_feeds(folder)] == ["/rss/wire"]
+    (folder / "rss" / "wire" / "20200101T000000Z.xml").unlink()
+    assert unpacked(packed, home) == folder
+    assert len(discover_feeds(folder)[0].snapshots) == 1  # not unpacked again
+    assert unpacked(replay_dir, home) == replay_dir
 
 
 def test_a_folder_without_feeds_is_refused(tmp_path: Path) -> None:

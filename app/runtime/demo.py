@@ -1,19 +1,26 @@
 """Demo/replay mode: serve a folder of saved feed snapshots from a loopback HTTP server, one feed per folder.
 
-A folder holding snapshot files (named so that they sort in time order) is one feed: each fetch serves the next
-snapshot until the last, so the crawler sees the feed move as it did when the snapshots were taken. A feed file
-lying alone is served as it is. ETag and If-None-Match work, so conditional GET is exercised too.
+A folder holding snapshot files is one feed: each fetch serves the snapshot the replay's compressed clock has
+reached (app/runtime/replay.py), its dates shifted to the present, so the crawler sees the feed move as it did when
+the snapshots were taken, only faster. A feed file lying alone is one snapshot; a tar archive of such folders is
+unpacked once into the home. A feed with no snapshot yet at the replay's position answers 503 with Retry-After.
+ETag and If-None-Match work, so conditional GET is exercised too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import tarfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from app.runtime.replay import Replay, fetched_at
 
 log = logging.getLogger(__name__)
 FEED_SUFFIXES = frozenset({".xml", ".rss", ".atom", ".rdf", ".json"})
@@ -23,14 +30,16 @@ FEED_SUFFIXES = frozenset({".xml", ".rss", ".atom", ".rdf", ".json"})
 class ReplayFeed:
     path: str  # URL path, e.g. /rss/bbc
     snapshots: list[Path]
-    served: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    times: list[datetime] = field(default_factory=list)  # when each snapshot was taken, in order
 
-    def next_snapshot(self) -> Path:
-        with self.lock:
-            snapshot = self.snapshots[min(self.served, len(self.snapshots) - 1)]
-            self.served += 1
-        return snapshot
+    def __post_init__(self) -> None:
+        taken = sorted((fetched_at(s), s) for s in self.snapshots)
+        self.snapshots, self.times = [s for _, s in taken], [t for t, _ in taken]
+
+    def snapshot_at(self, position: datetime) -> Path | None:
+        """The last snapshot taken at or before `position`."""
+        due = [s for t, s in zip(self.times, self.snapshots, strict=True) if t <= position]
+        return due[-1] if due else None
 
 
 def discover_feeds(root: Path) -> list[ReplayFeed]:
@@ -46,17 +55,41 @@ def discover_feeds(root: Path) -> list[ReplayFeed]:
     return feeds
 
 
+def unpacked(path: Path, home: Path) -> Path:
+    """A folder of snapshots as it is; a tar archive of them (.tar, .tar.xz, ...) unpacked once under `home`/demo."""
+    if not path.is_file() or not tarfile.is_tarfile(path):
+        return path
+    target = home / "demo" / path.name
+    if not (target / ".unpacked").exists():
+        with tarfile.open(path) as archive:
+            archive.extractall(target, filter="data")  # nothing outside `target`, no devices or links out of it
+        (target / ".unpacked").touch()
+    return target
+
+
 def _content_type(path: Path) -> str:
     return "application/feed+json" if path.suffix.lower() == ".json" else "application/xml; charset=utf-8"
 
 
-class DemoFeedServer:
-    """ThreadingHTTPServer on 127.0.0.1 in a daemon thread; `stop()` shuts it down."""
+Clock = Callable[[], datetime]
 
-    def __init__(self, root: Path, port: int = 0) -> None:
+
+def _wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class DemoFeedServer:
+    """ThreadingHTTPServer on 127.0.0.1 in a daemon thread; `stop()` shuts it down. The replay begins when the
+    server is made: the busiest `hours` of the snapshots, `speed` times faster than they happened."""
+
+    def __init__(self, root: Path, port: int = 0, *, speed: float = 1.0, hours: float = 24.0,
+                 clock: Clock = _wall_clock) -> None:  # fmt: skip
         self.feeds = {feed.path: feed for feed in discover_feeds(root)}
         if not self.feeds:
             raise ValueError(f"no feed files ({', '.join(sorted(FEED_SUFFIXES))}) under {root}")
+        times = [t for feed in self.feeds.values() for t in feed.times]
+        self.replay = Replay.busiest(times, hours, speed, clock())
+        self.clock = clock
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="demo-feeds", daemon=True)
@@ -70,7 +103,9 @@ class DemoFeedServer:
 
     def start(self) -> DemoFeedServer:
         self._thread.start()
-        log.info("demo feeds: %d feeds on http://127.0.0.1:%d", len(self.feeds), self.port)
+        replay = self.replay
+        log.info("demo feeds: %d feeds on http://127.0.0.1:%d, replaying %s to %s %g times faster",
+                 len(self.feeds), self.port, replay.start, replay.end, replay.speed)  # fmt: skip
         return self
 
     def stop(self) -> None:
@@ -78,7 +113,7 @@ class DemoFeedServer:
         self._server.server_close()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        feeds = self.feeds
+        feeds, replay, clock = self.feeds, self.replay, self.clock
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -86,8 +121,13 @@ class DemoFeedServer:
                 if feed is None:
                     self.send_error(404, "no such feed")
                     return
-                snapshot = feed.next_snapshot()
-                body = snapshot.read_bytes()
+                snapshot = feed.snapshot_at(replay.position(clock()))
+                if snapshot is None:
+                    self.send_response(503, "not published yet")
+                    self.send_header("Retry-After", "5")
+                    self.end_headers()
+                    return
+                body = replay.shift(snapshot.read_bytes())
                 etag = '"' + hashlib.sha1(body).hexdigest() + '"'
                 if self.headers.get("If-None-Match") == etag:
                     self.send_response(304)

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import upgrade_sync
 from app.runtime.children import Child, Policy, Restarted, stop_all, supervise
-from app.runtime.demo import DemoFeedServer
+from app.runtime.demo import DemoFeedServer, unpacked
 from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from app.runtime.processes import port_is_free
 from app.settings import Settings
@@ -33,6 +33,7 @@ from app.sources.portability import load_default_sources
 from app.sources.service import SourceRequest, create_source
 
 log = logging.getLogger(__name__)
+DEMO_INTERVAL_MINUTES = (0.05, 0.1)  # demo feeds are fetched every 3-6 s: a replayed hour passes in a few seconds
 
 
 class HomeInUse(RuntimeError):
@@ -44,6 +45,7 @@ class UpOptions:
     host: str
     port: int
     demo: Path | None = None
+    speed: float = 1.0  # of the demo's replay
     environment: dict[str, str] = field(default_factory=dict)  # for the API and worker processes (log settings)
 
 
@@ -126,11 +128,14 @@ def run_up(settings: Settings, options: UpOptions) -> int:
         assert effective.database_url is not None
         upgrade_sync(effective.database_url)
         if options.demo is not None:
-            demo = _start_demo(settings.home, options.demo)
+            demo = _start_demo(settings, options.demo, options.speed)
             stack.callback(demo.stop)
             env["NEWSAGG_ALLOW_LOOPBACK_SOURCES"] = "true"
-            # the demo server is ours, not a publisher's: crawl it faster unless told otherwise
+            # the demo server is ours, not a publisher's: crawl it faster unless told otherwise, and often enough
+            # that the replay's compressed clock is seen moving
             env.setdefault("NEWSAGG_POLITENESS_REQUESTS_PER_SECOND", "50")
+            env.setdefault("NEWSAGG_CRAWL_TICK_SECONDS", "2")
+            env.setdefault("NEWSAGG_STORY_MERGE_SECONDS", "10")
             asyncio.run(_register_demo_sources(effective.model_copy(update={"allow_loopback_sources": True}), demo))
         else:
             asyncio.run(_with_session(effective, load_default_sources))
@@ -150,11 +155,12 @@ def run_up(settings: Settings, options: UpOptions) -> int:
                          started=lambda: _write_children(settings.home, children))  # fmt: skip
 
 
-def _start_demo(home: Path, folder: Path) -> DemoFeedServer:
+def _start_demo(settings: Settings, folder: Path, speed: float) -> DemoFeedServer:
     """Reuse the last demo port when free, so restarting `up --demo` finds the sources it registered."""
-    port_file = home / "demo.port"
+    port_file = settings.home / "demo.port"
     previous = int(port_file.read_text()) if port_file.exists() and port_file.read_text().isdigit() else 0
-    server = DemoFeedServer(folder, previous if previous and port_is_free(previous) else 0).start()
+    port = previous if previous and port_is_free(previous) else 0
+    server = DemoFeedServer(unpacked(folder, settings.home), port, speed=speed, hours=settings.demo_hours).start()
     port_file.write_text(str(server.port))
     return server
 
@@ -172,7 +178,9 @@ async def _with_session(settings: Settings, work: Callable[[AsyncSession, Settin
 async def _register_demo_sources(settings: Settings, demo: DemoFeedServer) -> None:
     async def register(session: AsyncSession, settings: Settings) -> None:
         for feed in demo.feeds.values():
-            request = SourceRequest(feed_url=demo.url(feed), name=feed.path.strip("/"), category="demo")
+            request = SourceRequest(feed_url=demo.url(feed), name=feed.path.strip("/"), category="demo",
+                                    min_interval_minutes=DEMO_INTERVAL_MINUTES[0],
+                                    max_interval_minutes=DEMO_INTERVAL_MINUTES[1])  # fmt: skip
             await create_source(session, settings, request, existing_ok=True)
 
     await _with_session(settings, register)
