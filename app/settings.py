@@ -201,6 +201,12 @@ class Settings(BaseSettings):
     )
     crawl_min_interval_minutes: float = Field(default=1, description="Default lower bound between two fetches.")
     crawl_max_interval_minutes: float = Field(default=15, description="Default upper bound between two fetches.")
+    crawl_interval_floor_seconds: float = Field(
+        default=60,
+        ge=1,
+        description="Shortest crawl interval a new source may be given (`newsagg up --demo` lowers it for its own "
+        "replay server).",
+    )
     crawl_target_new_articles: float = Field(
         default=5, description="Adaptive interval = time for this many new articles at the source's rate."
     )

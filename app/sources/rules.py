@@ -52,11 +52,13 @@ def checked_authority(value: float) -> float:
     return value
 
 
-def interval_seconds(low_minutes: float, high_minutes: float) -> tuple[int, int]:
-    """(min, max) crawl interval in seconds, each between a minute and a month, min <= max."""
+def interval_seconds(low_minutes: float, high_minutes: float,
+                     floor_minutes: float = MIN_INTERVAL_MINUTES) -> tuple[int, int]:  # fmt: skip
+    """(min, max) crawl interval in seconds, each between the floor (a minute; the demo's own replay server is
+    polled faster) and a month, min <= max."""
     for value, field in ((low_minutes, "minIntervalMinutes"), (high_minutes, "maxIntervalMinutes")):
-        if not MIN_INTERVAL_MINUTES <= value <= MAX_INTERVAL_MINUTES:
-            raise _invalid(f"a crawl interval is {MIN_INTERVAL_MINUTES:g} to {MAX_INTERVAL_MINUTES:g} minutes", field)
+        if not floor_minutes <= value <= MAX_INTERVAL_MINUTES:
+            raise _invalid(f"a crawl interval is {floor_minutes:g} to {MAX_INTERVAL_MINUTES:g} minutes", field)
     if high_minutes < low_minutes:
         raise _invalid("minIntervalMinutes must not exceed maxIntervalMinutes", "minIntervalMinutes")
     return round(low_minutes * 60), round(high_minutes * 60)

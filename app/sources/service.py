@@ -50,6 +50,7 @@ async def create_source(
     min_s, max_s = rules.interval_seconds(
         _given(request.min_interval_minutes, settings.crawl_min_interval_minutes),
         _given(request.max_interval_minutes, settings.crawl_max_interval_minutes),
+        settings.crawl_interval_floor_seconds / 60,
     )
     new = repository.NewSource(
         feed_url=feed_url,
