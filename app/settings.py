@@ -156,8 +156,8 @@ class Settings(BaseSettings):
     rate_limit_window_seconds: float = Field(default=3600, gt=0, description="Window of the points budgets.")
     rate_limit_trusted_proxies: list[str] = Field(
         default_factory=list,
-        description="Proxy addresses or CIDRs (e.g. 10.0.0.0/8) whose X-Forwarded-For names the client; from any "
-        "other peer the header is ignored.",
+        description="Proxy addresses or CIDRs (e.g. 10.0.0.0/8) whose X-Forwarded-For names the client, for its "
+        "points budget and its WebSocket connections; from any other peer the header is ignored.",
     )
     rate_limit_redis_timeout_seconds: float = Field(
         default=0.25,
