@@ -96,6 +96,7 @@ async def test_a_subscribe_may_name_its_document_by_hash(api_url: str, http: htt
                                                          services: Services) -> None:  # fmt: skip
     digest = sha(HEALTH)
     await post(http, {"query": HEALTH, "extensions": persisted(digest)})
+    refusals = REGISTRY.get_sample_value("newsagg_ws_refusals_total", {"reason": "persisted_query"}) or 0
     async with ws_connection(api_url) as ws:
         await ws.send(json.dumps({"id": "h", "type": "subscribe", "payload": {"extensions": persisted(digest)}}))
         assert (await next_message(ws))["payload"]["data"]["health"]["ok"] is True
@@ -105,6 +106,7 @@ async def test_a_subscribe_may_name_its_document_by_hash(api_url: str, http: htt
         refused = await next_message(ws)
         assert (refused["id"], refused["type"]) == ("u", "error")
         assert refused["payload"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_FOUND"
+        assert REGISTRY.get_sample_value("newsagg_ws_refusals_total", {"reason": "persisted_query"}) == refusals + 1
         text = "{ __typename }"
         await ws.send(json.dumps({"id": "t", "type": "subscribe",
                                   "payload": {"query": text, "extensions": persisted(sha(text))}}))  # fmt: skip

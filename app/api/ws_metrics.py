@@ -12,7 +12,7 @@ REFUSALS = Counter(
     "newsagg_ws_refusals",
     "WebSocket connections and operations refused, by reason: forbidden (bad credential, 4403), too_many_connections "
     "(per client, 4429), too_many_subscriptions, too_many_operations (rate), flood (closed 4429), message_too_large "
-    "(closed 1009).",
+    "(closed 1009), persisted_query (a subscribe's hash refused).",
     ["reason"],
 )
 IDLE_CLOSES = Counter("newsagg_ws_idle_closes", "WebSockets closed after missing keep-alive pongs (4499).")
