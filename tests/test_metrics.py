@@ -205,3 +205,15 @@ async def test_a_request_the_http_view_refuses_is_counted_by_the_code_it_answers
     assert registry_value(OPERATIONS, operation="anonymous", type="mutation",
                           outcome="METHOD_NOT_ALLOWED") == over_get + 1  # fmt: skip
     assert registry_value("newsagg_graphql_errors_total", code="INTERNAL_SERVER_ERROR") == internal
+
+
+async def test_an_error_is_counted_by_the_code_the_client_got(api_url: str) -> None:
+    """Given an id that decodes to nothing, when a resolver refuses it (a client's error, answered BAD_USER_INPUT),
+    then the metrics count that code, not an internal error."""
+    internal = registry_value("newsagg_graphql_errors_total", code="INTERNAL_SERVER_ERROR")
+    bad_input = registry_value(OPERATIONS, operation="anonymous", type="query", outcome="BAD_USER_INPUT")
+    async with httpx.AsyncClient(base_url=api_url) as http:
+        answer = await http.post("/graphql", json={"query": '{ node(id: "garbage") { id } }'})
+    assert answer.json()["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    assert registry_value(OPERATIONS, operation="anonymous", type="query", outcome="BAD_USER_INPUT") == bad_input + 1
+    assert registry_value("newsagg_graphql_errors_total", code="INTERNAL_SERVER_ERROR") == internal

@@ -96,8 +96,10 @@ def _kind(context: Any) -> str:
 
 
 def _codes(context: Any, executed: bool, raised: Exception | None) -> list[str]:
-    """Each error's code as the client got it; an error without one is named by the stage that failed."""
-    errors = [raised] if raised is not None else list(context.pre_execution_errors or ())
+    """Each error's code as the client got it (the answer's errors, once masked and coded by InternalErrors); an
+    error without one is named by the stage that failed."""
+    answered = getattr(context.result, "errors", None)
+    errors = [raised] if raised is not None else list(answered or context.pre_execution_errors or ())
     stage = (
         "GRAPHQL_PARSE_FAILED" if context.graphql_document is None
         else "INTERNAL_SERVER_ERROR" if executed or raised is not None
