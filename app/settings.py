@@ -97,8 +97,8 @@ class Settings(BaseSettings):
     ws_max_connections_per_client: int = Field(
         default=50,
         ge=1,
-        description="WebSockets one client (signed-in user, else IP address) may hold open across "
-        "every API process; past it connection_init is answered by a close with 4429.",
+        description="WebSockets one client (signed-in user, else its address, through the trusted proxies) may hold "
+        "open across every API process; past it connection_init is answered by a close with 4429.",
     )
     persisted_queries: bool = Field(
         default=True,
