@@ -104,8 +104,8 @@ class Settings(BaseSettings):
     ws_max_connections_per_client: int = Field(
         default=50,
         ge=1,
-        description="WebSockets one client (signed-in user, else IP address) may hold open across "
-        "every API process; past it connection_init is answered by a close with 4429.",
+        description="WebSockets one client (signed-in user, else its address, through the trusted proxies) may hold "
+        "open across every API process; past it connection_init is answered by a close with 4429.",
     )
     persisted_queries: bool = Field(
         default=True,
@@ -163,8 +163,8 @@ class Settings(BaseSettings):
     rate_limit_window_seconds: float = Field(default=3600, gt=0, description="Window of the points budgets.")
     rate_limit_trusted_proxies: list[str] = Field(
         default_factory=list,
-        description="Proxy addresses or CIDRs (e.g. 10.0.0.0/8) whose X-Forwarded-For names the client; from any "
-        "other peer the header is ignored.",
+        description="Proxy addresses or CIDRs (e.g. 10.0.0.0/8) whose X-Forwarded-For names the client, for its "
+        "points budget and its WebSocket connections; from any other peer the header is ignored.",
     )
     rate_limit_redis_timeout_seconds: float = Field(
         default=0.25,

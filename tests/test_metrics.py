@@ -186,3 +186,34 @@ async def test_a_worker_without_an_api_beside_it_serves_its_own_metrics(
     finally:
         await drop_recent_indexes(services)
     assert value(samples, "newsagg_job_duration_seconds_count", job="sample_backlogs_job") >= 1
+
+
+async def test_a_request_the_http_view_refuses_is_counted_by_the_code_it_answers(api_url: str) -> None:
+    """Given a document without the operation it names (one of graphql/'s names: a label every process keeps) and a
+    mutation sent over GET, when they are refused, then the operations metric counts them by the code the client
+    got, never as an internal error of ours."""
+    internal = registry_value("newsagg_graphql_errors_total", code="INTERNAL_SERVER_ERROR")
+    unresolved = registry_value(OPERATIONS, operation="Health", type="unknown", outcome="OPERATION_RESOLUTION_FAILURE")
+    over_get = registry_value(OPERATIONS, operation="anonymous", type="mutation", outcome="METHOD_NOT_ALLOWED")
+    async with httpx.AsyncClient(base_url=api_url) as http:
+        named = await http.post("/graphql", json={"query": "query A { __typename }", "operationName": "Health"})
+        mutation = await http.get("/graphql", params={"query": "mutation { logOut { revoked } }"})
+    assert named.json()["errors"][0]["extensions"]["code"] == "OPERATION_RESOLUTION_FAILURE"
+    assert mutation.status_code == 405
+    assert registry_value(OPERATIONS, operation="Health", type="unknown",
+                          outcome="OPERATION_RESOLUTION_FAILURE") == unresolved + 1  # fmt: skip
+    assert registry_value(OPERATIONS, operation="anonymous", type="mutation",
+                          outcome="METHOD_NOT_ALLOWED") == over_get + 1  # fmt: skip
+    assert registry_value("newsagg_graphql_errors_total", code="INTERNAL_SERVER_ERROR") == internal
+
+
+async def test_an_error_is_counted_by_the_code_the_client_got(api_url: str) -> None:
+    """Given an id that decodes to nothing, when a resolver refuses it (a client's error, answered BAD_USER_INPUT),
+    then the metrics count that code, not an internal error."""
+    internal = registry_value("newsagg_graphql_errors_total", code="INTERNAL_SERVER_ERROR")
+    bad_input = registry_value(OPERATIONS, operation="anonymous", type="query", outcome="BAD_USER_INPUT")
+    async with httpx.AsyncClient(base_url=api_url) as http:
+        answer = await http.post("/graphql", json={"query": '{ node(id: "garbage") { id } }'})
+    assert answer.json()["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    assert registry_value(OPERATIONS, operation="anonymous", type="query", outcome="BAD_USER_INPUT") == bad_input + 1
+    assert registry_value("newsagg_graphql_errors_total", code="INTERNAL_SERVER_ERROR") == internal

@@ -10,11 +10,13 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import REGISTRY
 
 from app.documents.persisted import KEY_PREFIX
 from app.services import Services
 from app.settings import Settings
 from tests.conftest import document, newsagg, next_message, serve_api, ws_connection
+from tests.test_rate_limits import limited_api
 
 HEALTH = document("Health")
 LOG_OUT = document("LogOut")
@@ -94,6 +96,7 @@ async def test_a_subscribe_may_name_its_document_by_hash(api_url: str, http: htt
                                                          services: Services) -> None:  # fmt: skip
     digest = sha(HEALTH)
     await post(http, {"query": HEALTH, "extensions": persisted(digest)})
+    refusals = REGISTRY.get_sample_value("newsagg_ws_refusals_total", {"reason": "persisted_query"}) or 0
     async with ws_connection(api_url) as ws:
         await ws.send(json.dumps({"id": "h", "type": "subscribe", "payload": {"extensions": persisted(digest)}}))
         assert (await next_message(ws))["payload"]["data"]["health"]["ok"] is True
@@ -103,6 +106,7 @@ async def test_a_subscribe_may_name_its_document_by_hash(api_url: str, http: htt
         refused = await next_message(ws)
         assert (refused["id"], refused["type"]) == ("u", "error")
         assert refused["payload"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_FOUND"
+        assert REGISTRY.get_sample_value("newsagg_ws_refusals_total", {"reason": "persisted_query"}) == refusals + 1
         text = "{ __typename }"
         await ws.send(json.dumps({"id": "t", "type": "subscribe",
                                   "payload": {"query": text, "extensions": persisted(sha(text))}}))  # fmt: skip
@@ -141,3 +145,19 @@ async def test_a_document_past_the_size_cap_runs_but_is_not_kept(settings: Setti
         assert (await post(http, {"query": big, "extensions": persisted(sha(big))}))["data"] == {"__typename": "Query"}
         assert codes(await post(http, {"extensions": persisted(sha(big))})) == ["PERSISTED_QUERY_NOT_FOUND"]
     assert await services.redis.keys(KEY_PREFIX + "*") == []
+
+
+def operations(outcome: str) -> float:
+    samples = (s for m in REGISTRY.collect() if m.name == "newsagg_graphql_operations" for s in m.samples)
+    return sum(s.value for s in samples if s.name.endswith("_total") and s.labels.get("outcome") == outcome)
+
+
+async def test_a_refused_hash_is_counted_and_charged_like_any_request_that_never_ran(settings: Settings) -> None:
+    """Given a hash no one sent, when it is asked for twice, then each answer is counted in the operations metric
+    by its code, and each costs the point a request that never runs costs."""
+    before = operations("PERSISTED_QUERY_NOT_FOUND")
+    async with limited_api(settings, rate_limit_anonymous_points=5) as http:
+        answers = [await http.post("/graphql", json={"extensions": persisted("0" * 64)}) for _ in range(2)]
+    assert [codes(answer.json()) for answer in answers] == [["PERSISTED_QUERY_NOT_FOUND"]] * 2
+    assert operations("PERSISTED_QUERY_NOT_FOUND") - before == 2
+    assert [answer.headers["x-ratelimit-remaining"] for answer in answers] == ["4", "3"]

@@ -26,9 +26,9 @@ def counted(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-async def opened(url: str, payload: dict[str, Any] | None = None) -> Any:
+async def opened(url: str, payload: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Any:
     """A graphql-transport-ws socket that sent connection_init with `payload`; the caller closes it."""
-    ws = await websockets.connect(url.replace("http://", "ws://") + "/graphql",
+    ws = await websockets.connect(url.replace("http://", "ws://") + "/graphql", additional_headers=headers or {},
                                   subprotocols=["graphql-transport-ws"])  # type: ignore[list-item]  # fmt: skip
     await ws.send(json.dumps({"type": "connection_init", "payload": payload or {}}))
     return ws
@@ -105,8 +105,8 @@ async def test_a_message_over_the_size_cap_closes_the_socket_with_1009(settings:
         assert await close_code(ws) == 1009
 
 
-async def held(url: str, payload: dict[str, Any] | None = None) -> Any:
-    ws = await opened(url, payload)
+async def held(url: str, payload: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Any:
+    ws = await opened(url, payload, headers)
     assert json.loads(await ws.recv())["type"] == "connection_ack"
     return ws
 
@@ -133,12 +133,29 @@ async def test_a_client_holds_so_many_connections_across_api_processes(settings:
         await second.close()
 
 
+async def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_connections(settings: Settings) -> None:
+    """Given a proxy the operator trusts and one connection per client, when two clients connect through it, then
+    each is admitted (the proxy's address is not the client), and a second socket of the first is refused."""
+    proxied = settings.model_copy(update={"ws_max_connections_per_client": 1,
+                                          "rate_limit_trusted_proxies": ["127.0.0.1"]})  # fmt: skip
+    opened_services = Services.open(proxied)  # the trusted proxies are the services' (app/ratelimit/policies.py)
+    try:
+        async with serve_api(proxied, opened_services) as url:
+            first = await held(url, headers={"x-forwarded-for": "192.0.2.1"})
+            second = await held(url, headers={"x-forwarded-for": "192.0.2.2"})
+            assert await close_code(await opened(url, headers={"x-forwarded-for": "192.0.2.1"})) == 4429
+            for ws in (first, second):
+                await ws.close()
+    finally:
+        await opened_services.close()
+
+
 async def test_a_lease_left_by_a_dead_process_runs_out(services: Services) -> None:
     leases = ConnectionLeases(services.redis)
-    assert await leases.acquire("ip:192.0.2.1", "gone", 1, lease_s=0.001)
+    assert await leases.acquire("address:192.0.2.1", "gone", 1, lease_s=0.001)
     await asyncio.sleep(0.01)  # the process that held it never renews nor releases it
-    assert await leases.acquire("ip:192.0.2.1", "new", 1, lease_s=30)
-    assert not await leases.acquire("ip:192.0.2.1", "third", 1, lease_s=30)
+    assert await leases.acquire("address:192.0.2.1", "new", 1, lease_s=30)
+    assert not await leases.acquire("address:192.0.2.1", "third", 1, lease_s=30)
 
 
 async def test_open_connections_and_operations_are_gauged(api_url: str, services: Services) -> None:

@@ -9,8 +9,11 @@ from typing import Any
 from cross_web import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from strawberry.exceptions import MissingQueryError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
 
 GRAPHQL_RESPONSE = "application/graphql-response+json"
 JSON = "application/json"
@@ -18,6 +21,7 @@ JSON = "application/json"
 # before graphql-response+json (and graphql-http's audit) expect; one that names it gets it.
 OURS = {GRAPHQL_RESPONSE: GRAPHQL_RESPONSE, JSON: JSON, "application/*": JSON, "*/*": JSON}
 PARAMETERS = {"query": str, "operationName": str, "variables": dict, "extensions": dict}
+UNRESOLVED = "OPERATION_RESOLUTION_FAILURE"  # the document has no operation by the name asked, or several and none
 
 
 def negotiate(accept: str | None) -> str | None:
@@ -60,6 +64,18 @@ def status_of(response: GraphQLHTTPResponse, media_type: str) -> int:
     errors: list[Any] = response.get("errors") or []
     codes = {(error.get("extensions") or {}).get("code") for error in errors}
     return 500 if "INTERNAL_SERVER_ERROR" in codes else 400
+
+
+def transport_code(error: BaseException) -> str | None:
+    """The code the view answers with when strawberry refused a request outside GraphQL's errors (no query, no
+    operation to pick, an operation the method may not run); None for any other exception."""
+    if isinstance(error, CannotGetOperationTypeError):
+        return UNRESOLVED
+    if isinstance(error, InvalidOperationTypeError) and error.operation_type is OperationType.MUTATION:
+        return HTTPStatus.METHOD_NOT_ALLOWED.name  # MutationOverGet: mutations are refused over GET only
+    if isinstance(error, InvalidOperationTypeError | MissingQueryError):
+        return HTTPStatus.BAD_REQUEST.name
+    return None
 
 
 def well_formed(data: object) -> GraphQLRequestData:

@@ -19,7 +19,16 @@ from strawberry.types.graphql import OperationType
 
 from app.api.context import Context
 from app.api.errors import BadRequest
-from app.api.http import JSON, MutationOverGet, is_request_error, negotiate, refusal, status_of, well_formed
+from app.api.http import (
+    JSON,
+    UNRESOLVED,
+    MutationOverGet,
+    is_request_error,
+    negotiate,
+    refusal,
+    status_of,
+    well_formed,
+)
 
 
 class GraphQLOverHTTP(GraphQL[Context, None]):
@@ -76,7 +85,7 @@ class GraphQLOverHTTP(GraphQL[Context, None]):
             if isinstance(cause, InvalidOperationTypeError) and cause.operation_type is OperationType.MUTATION:
                 raise MutationOverGet from cause
             if isinstance(cause, CannotGetOperationTypeError):
-                return PreExecutionError(data=None, errors=[BadRequest("OPERATION_RESOLUTION_FAILURE", error.reason)])
+                return PreExecutionError(data=None, errors=[BadRequest(UNRESOLVED, error.reason)])
             raise
 
     async def process_result(self, request: Request, result: ExecutionResult) -> GraphQLHTTPResponse:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import SchemaExtension
@@ -14,6 +13,7 @@ from strawberry.relay.types import GlobalIDValueError
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types.execution import StreamExecutionResult
 
+from app.observability.request_id import bound, current
 from graphql import GraphQLError
 
 log = logging.getLogger(__name__)
@@ -22,15 +22,6 @@ INTERNAL = "INTERNAL_SERVER_ERROR"
 MESSAGE = "Internal server error"
 # Raised out of the operation on purpose: the HTTP view answers them itself (400 or 405, a message of its own).
 TRANSPORT_ERRORS = (MissingQueryError, CannotGetOperationTypeError, InvalidOperationTypeError)
-
-
-def request_id(context: Any) -> str:
-    """The id the request's log lines carry (`scope["state"]["request_id"]`, set by the app's middleware), or a new
-    one, so that the log line and the answer still name each other."""
-    scope = getattr(getattr(context, "request", None), "scope", None)
-    state = scope.get("state") if isinstance(scope, dict) else None
-    found = state.get("request_id") if isinstance(state, dict) else None
-    return str(found) if found else uuid.uuid4().hex
 
 
 def is_client_error(error: GraphQLError) -> bool:
@@ -42,20 +33,21 @@ def is_client_error(error: GraphQLError) -> bool:
     return original is None or isinstance(original, GraphQLError | GlobalIDValueError)
 
 
-def internal(error: GraphQLError, context: Any) -> GraphQLError:
-    """The generic answer for `error`, logged in full under the request id the answer carries."""
-    rid = request_id(context)
-    log.error("internal error answering request %s at %s", rid, error.path or "-", exc_info=error.original_error,
-              extra={"request_id": rid})  # fmt: skip
+def internal(error: GraphQLError) -> GraphQLError:
+    """The generic answer for `error`, logged in full under the request id the answer carries (the request's own,
+    bound by the app's middleware; a new one for a schema run without it)."""
+    rid = current() or uuid.uuid4().hex
+    with bound(rid):
+        log.error("internal error answering request %s at %s", rid, error.path or "-", exc_info=error.original_error)
     return GraphQLError(MESSAGE, error.nodes, error.source, error.positions, error.path,
                         extensions={"code": INTERNAL, "requestId": rid})  # fmt: skip
 
 
-def mask(result: object, context: Any) -> None:
+def mask(result: object) -> None:
     """`result`'s errors with every unexpected one answered generically."""
     errors = getattr(result, "errors", None)
     if errors:
-        result.errors = [e if is_client_error(e) else internal(e, context) for e in errors]  # type: ignore[attr-defined]
+        result.errors = [e if is_client_error(e) else internal(e) for e in errors]  # type: ignore[attr-defined]
 
 
 class InternalErrors(SchemaExtension):
@@ -75,7 +67,7 @@ class InternalErrors(SchemaExtension):
         except (GraphQLError, *TRANSPORT_ERRORS):
             raise
         except Exception as error:  # an extension's hook failed: strawberry answers with this error instead
-            raise internal(GraphQLError(str(error), original_error=error), self.execution_context.context) from None
+            raise internal(GraphQLError(str(error), original_error=error)) from None
         self._mend(self.execution_context.result)
 
     def on_stream_result(self, result: StreamExecutionResult) -> Iterator[None]:
@@ -83,7 +75,7 @@ class InternalErrors(SchemaExtension):
         yield
 
     def _mend(self, result: object) -> None:
-        mask(result, self.execution_context.context)
+        mask(result)
         if self.executed and getattr(result, "errors", None):
             result.errors = [coded(error) for error in result.errors]  # type: ignore[attr-defined]
 

@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strawberry.extensions import SchemaExtension
 
+from app.api.http import transport_code
 from app.observability.multiprocess import exposition
 from app.observability.request_id import HEADER, bound, request_id
 from app.observability.requests import record_http, record_operation
@@ -95,11 +96,18 @@ def _kind(context: Any) -> str:
 
 
 def _codes(context: Any, executed: bool, raised: Exception | None) -> list[str]:
-    """Each error's extensions.code; an error without one is named by the stage that failed."""
-    errors = [raised] if raised is not None else list(context.pre_execution_errors or ())
+    """Each error's code as the client got it (the answer's errors, once masked and coded by InternalErrors); an
+    error without one is named by the stage that failed."""
+    answered = getattr(context.result, "errors", None)
+    errors = [raised] if raised is not None else list(answered or context.pre_execution_errors or ())
     stage = (
         "GRAPHQL_PARSE_FAILED" if context.graphql_document is None
         else "INTERNAL_SERVER_ERROR" if executed or raised is not None
         else "GRAPHQL_VALIDATION_FAILED"
     )  # fmt: skip
-    return [str((getattr(error, "extensions", None) or {}).get("code") or stage) for error in errors]
+    return [str(_code(error) or stage) for error in errors]
+
+
+def _code(error: BaseException) -> str | None:
+    """What the client was told: the error's own code, or the HTTP view's for a request strawberry refused."""
+    return (getattr(error, "extensions", None) or {}).get("code") or transport_code(error)

@@ -3,7 +3,7 @@ for its document before parsing; the WebSocket handler calls `resolve` for each 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from strawberry.extensions import SchemaExtension
@@ -12,6 +12,8 @@ from app.api.context import Context
 from app.api.errors import BadRequest
 from app.documents.persisted import DocumentRefused, PersistedQueries, Resolved
 from app.settings import Settings
+
+REFUSED = "# refused"  # a document for a refused hash-only request: strawberry wants one before it parses
 
 
 def persisted_queries(context: Context, settings: Settings) -> PersistedQueries:
@@ -26,8 +28,12 @@ async def resolve(queries: PersistedQueries, query: str | None, extensions: Any)
 
 
 class PersistedQueryExtension(SchemaExtension):
-    """First of the extensions: what runs is known before the others look at the document. A refusal is the
-    request's only error (`data` null). Over WebSocket the handler has already resolved the document."""
+    """Before the others look at the document: what runs is known first. A refusal is the request's only error
+    (`data` null). It is raised as parsing starts, not as the operation does: an operation hook that raises on entry
+    leaves the hooks entered before it unfinished, so the metrics and error masking would never see it. Over
+    WebSocket the handler has already resolved the document."""
+
+    refusal: Exception | None = None
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -39,10 +45,19 @@ class PersistedQueryExtension(SchemaExtension):
             yield
             return
         queries = persisted_queries(context, self.settings)
-        resolved = await resolve(queries, execution.query, execution.operation_extensions)
+        resolved = None
+        try:
+            resolved = await resolve(queries, execution.query, execution.operation_extensions)
+        except Exception as error:  # a refusal, or Redis or the database failing: raised by on_parse
+            self.refusal, execution.query = error, execution.query or REFUSED
         if resolved is not None:
             execution.query = resolved.query
         yield
         result = execution.result
         if resolved is not None and result is not None and result.data is not None:
             await queries.keep(resolved)  # kept once it proved valid: it ran
+
+    def on_parse(self) -> Iterator[None]:
+        if self.refusal is not None:
+            raise self.refusal
+        yield

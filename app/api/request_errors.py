@@ -1,5 +1,6 @@
-"""Every request error carries an `extensions.code`: a document that does not parse or validate, variables that do
-not fit it. A code a validation rule set itself (the query limits') is kept."""
+"""Every request error carries an `extensions.code`: a document that does not parse or validate. A code a validation
+rule set itself (the query limits') is kept; variables that do not fit are coded with what execution raises
+(BAD_USER_INPUT, app/api/internal_errors.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,10 @@ from collections.abc import Iterator, Sequence
 
 from strawberry.extensions import SchemaExtension
 
-from graphql import ExecutionResult, GraphQLError, GraphQLSyntaxError
+from graphql import GraphQLError, GraphQLSyntaxError
 
 PARSE_FAILED = "GRAPHQL_PARSE_FAILED"
 VALIDATION_FAILED = "GRAPHQL_VALIDATION_FAILED"
-BAD_USER_INPUT = "BAD_USER_INPUT"  # variable values the operation's types refuse (what Apollo calls them too)
 
 
 class RequestErrorCodes(SchemaExtension):
@@ -28,12 +28,6 @@ class RequestErrorCodes(SchemaExtension):
     def on_validate(self) -> Iterator[None]:
         yield
         label(self.execution_context.pre_execution_errors, VALIDATION_FAILED)
-
-    def on_execute(self) -> Iterator[None]:
-        yield
-        result = self.execution_context.result
-        if isinstance(result, ExecutionResult) and result.data is None:  # not run: its variables failed coercion
-            label([error for error in result.errors or [] if error.path is None], BAD_USER_INPUT)
 
 
 def label(errors: Sequence[GraphQLError] | None, code: str) -> None:

@@ -111,6 +111,7 @@ class NewsaggTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
         try:
             resolved = await persisted.resolve(queries, payload.get("query"), payload.get("extensions"))
         except BadRequest as refused:
+            REFUSALS.labels("persisted_query").inc()  # over HTTP, the operations metric counts it by its code
             await self.send_message({"id": message["id"], "type": "error", "payload": [refused.formatted]})
             return False
         if resolved is not None:

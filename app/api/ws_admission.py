@@ -1,6 +1,7 @@
 """Who may open a GraphQL WebSocket, decided at connection_init: a credential that is presented must be good (else
-4403 Forbidden), and each client (signed-in user, else IP address) holds at most so many connections across every
-API process (else 4429). The connection's lease is kept in its context for the handler to renew and release."""
+4403 Forbidden), and each client (signed-in user, else its address as the rate limits read it, through the trusted
+proxies) holds at most so many connections across every API process (else 4429). The connection's lease is kept
+in its context for the handler to renew and release."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from strawberry.exceptions import ConnectionRejectionError
 
 from app.api import auth
 from app.api.context import Context
+from app.api.rate_limit import address_of
 from app.api.ws_metrics import CLIENT_COUNT_FAILURES, REFUSALS
 from app.realtime.connections import ConnectionLeases
 
@@ -51,7 +53,7 @@ async def admit(context: Context, limit: int, lease_seconds: float) -> None:
     if user is None and auth.presented(context.connection_params):
         REFUSALS.labels("forbidden").inc()
         raise ConnectionRejectionError
-    client = f"user:{user.id}" if user is not None else f"ip:{_address(context)}"
+    client = f"user:{user.id}" if user is not None else f"address:{address_of(context)}"
     lease = Lease(ConnectionLeases(context.services.redis), client, uuid.uuid4().hex, lease_seconds)
     try:
         admitted = await lease.leases.acquire(client, lease.connection, limit, lease_seconds)
@@ -63,8 +65,3 @@ async def admit(context: Context, limit: int, lease_seconds: float) -> None:
         REFUSALS.labels("too_many_connections").inc()
         raise TooManyConnections
     context.extra[LEASE] = lease
-
-
-def _address(context: Context) -> str:
-    client = getattr(context.request, "client", None)
-    return str(client.host) if client is not None else "unknown"

@@ -24,3 +24,9 @@ def bound(value: str) -> Iterator[None]:
     """Every log line inside, structlog's or the standard library's, carries `request_id`."""
     with structlog.contextvars.bound_contextvars(request_id=value):
         yield
+
+
+def current() -> str | None:
+    """The id bound to what runs now (an HTTP request, or a WebSocket connection and its operations), if any."""
+    found = structlog.contextvars.get_contextvars().get("request_id")
+    return str(found) if found else None

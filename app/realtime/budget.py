@@ -15,7 +15,11 @@ class Verdict(enum.Enum):
 
 class OperationBudget:
     """`burst` operations at once, then `rate` per second. A refused operation takes a token too: a client that
-    slows down is served again after a pause; the `burst`-th operation in a row past the budget is a flood."""
+    slows down is served again after a pause; the `burst`-th operation in a row past the budget is a flood.
+
+    Not app/ratelimit's bucket, on purpose: that one holds a caller's points for every process, so it lives in Redis
+    and costs a round trip; this one is asked at every message of one socket, and tells a client that keeps sending
+    past its budget (a flood, to disconnect) from one that is merely fast."""
 
     def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.rate, self.burst, self._clock = rate, burst, clock
