@@ -84,10 +84,10 @@ async def work_until(settings: Settings, arq_redis: ArqRedis, done: Callable[[],
     try:
         await poll(done, 30)
     finally:
-        await worker.close()
-        running.cancel()
+        running.cancel()  # its loop first: closing the worker closes the Redis pool the loop reads from
         with contextlib.suppress(asyncio.CancelledError):
             await running
+        await worker.close()
 
 
 async def test_the_claims_of_a_worker_gone_return_at_the_next_tick_and_no_others(

@@ -105,14 +105,16 @@ async def test_a_worker_killed_mid_ingest_strands_nothing(
     env = deployment_env(settings, tmp_path / "home", NEWSAGG_FETCH_TIMEOUT_SECONDS="120")
     stored = select(func.count()).select_from(Article)
     not_understood = stored.where(Article.simhash.is_(None))
+    held_jobs = text(f"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = {HOLD} AND NOT granted")
     in_flight = select(CrawlSchedule.source_id).where(CrawlSchedule.status == ClaimStatus.IN_FLIGHT)
     try:
         async with understanding_held(services):
             with running(env, "worker", log=tmp_path / "killed.log") as killed:
 
                 async def mid_ingest() -> bool:
+                    """The slow feeds mid-fetch, and each fast feed's understanding job held at its write."""
                     slow_fetches = sum(feed_server.hits.get(f"/slow-{k}.xml", 0) for k in range(SLOW))
-                    return slow_fetches == SLOW and await count(services, not_understood) == FAST * PER_FEED
+                    return slow_fetches == SLOW and await count(services, held_jobs) == FAST
 
                 await poll(mid_ingest, 60)
                 held = sorted(await _scalars(services, in_flight))
@@ -122,6 +124,10 @@ async def test_a_worker_killed_mid_ingest_strands_nothing(
         answered.set()
         assert len(held) == SLOW
         assert await count(services, not_understood) == FAST * PER_FEED
+        queue = env["NEWSAGG_QUEUE_NAME"]
+        left = [key async for key in services.redis.scan_iter("arq:in-progress:*")
+                if await services.redis.zscore(queue, key.removeprefix(b"arq:in-progress:")) is not None]  # fmt: skip
+        assert len(left) >= SLOW + FAST  # queued jobs marked running for an hour, by a worker that is no more
         with running(env | {"NEWSAGG_WORKER_METRICS_ADDRESS": f"127.0.0.1:{port}"}, "worker",
                      log=tmp_path / "after.log"):  # fmt: skip
 
