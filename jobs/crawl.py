@@ -49,10 +49,7 @@ async def refresh_source_job(
     """Refresh one claimed source (the claim made at `claimed_at`: none when it was made for an administrator's
     refresh); a wait it asks for (politeness, a transient error) becomes a deferred job."""
     services: Services = ctx["services"]
-    async with services.engine.begin() as connection:
-        adopted = await sources.adopt_claim(connection, source_id, worker_id=ctx["heartbeat"].worker_id,
-                                            claimed_at=claimed_at)  # fmt: skip
-    if not adopted and claimed_at is not None:  # released since (its worker was thought gone) and claimed anew
+    if not await _hold_claim(ctx, source_id, claimed_at):
         count_refresh("superseded", 0)
         return {"status": "superseded", "new": 0, "error": None}
     outcome = await refresh_source(
@@ -72,6 +69,17 @@ async def refresh_source_job(
     await after_ingest(ctx, source_id, outcome)
     count_refresh(outcome.status, len(outcome.new_article_ids))
     return {"status": outcome.status, "new": len(outcome.new_article_ids), "error": outcome.error_class}
+
+
+async def _hold_claim(ctx: dict[str, Any], source_id: int, claimed_at: datetime | None) -> bool:
+    """This worker holds the claim from now on (if it dies, the claim returns at once). False when the claim the job
+    was enqueued for has been released since (its worker was thought gone) and perhaps claimed anew: the job is
+    superseded. A job of no claim time (an administrator's refresh) runs whatever it finds."""
+    services: Services = ctx["services"]
+    async with services.engine.begin() as connection:
+        held = await sources.adopt_claim(connection, source_id, worker_id=ctx["heartbeat"].worker_id,
+                                         claimed_at=claimed_at)  # fmt: skip
+    return held or claimed_at is None
 
 
 async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutcome) -> None:
