@@ -17,6 +17,7 @@ from app.users.models import (
     UserInterest,
     UserSession,
 )
+from app.workers.models import Worker
 
 __all__ = [
     "ApiKey",
@@ -37,4 +38,5 @@ __all__ = [
     "User",
     "UserInterest",
     "UserSession",
+    "Worker",
 ]

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -361,6 +361,20 @@ class Settings(BaseSettings):
     )
     worker_max_jobs: int = Field(default=20, description="Concurrent jobs per worker process.")
     queue_name: str = Field(default="newsagg:queue", description="arq queue name.")
+    worker_heartbeat_seconds: float = Field(
+        default=5, gt=0, description="How often each worker renews its heartbeat (a row in PostgreSQL)."
+    )
+    worker_gone_after_seconds: float = Field(
+        default=20, gt=0, description="A worker whose heartbeat is older than this is gone: the next crawl tick "
+        "returns its claimed sources to pending (crawled again at once), without waiting for the in-flight timeout.",
+    )  # fmt: skip
+    sweep_seconds: int = Field(
+        default=10, ge=1, le=60, description="How often the sweeper looks for articles whose understanding was lost."
+    )
+    sweep_grace_seconds: float = Field(
+        default=30, gt=0, description="An article still without its story this long after it was stored is "
+        "understood and clustered again (its job was lost with a worker, or with Redis).",
+    )  # fmt: skip
 
     # --- observability ------------------------------------------------------------------------------------
     log_format: Literal["text", "json"] | None = Field(
@@ -392,6 +406,15 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute_home(cls, home: Path) -> Path:
         return home.expanduser().resolve()
+
+    @field_validator("worker_gone_after_seconds")
+    @classmethod
+    def _gone_after_missed_beats(cls, seconds: float, info: ValidationInfo) -> float:
+        """Shorter, and a worker whose beat is a little late would lose its claims to a duplicate crawl."""
+        beat = info.data.get("worker_heartbeat_seconds")
+        if beat is not None and seconds < 2 * beat:
+            raise ValueError("must be at least twice worker_heartbeat_seconds")
+        return seconds
 
     @property
     def metrics_folder(self) -> Path:

@@ -23,24 +23,36 @@ log = logging.getLogger(__name__)
 
 
 async def crawl_tick(ctx: dict[str, Any]) -> int:
-    """Claim due sources and enqueue one refresh each, after the claim commits."""
+    """Claim due sources and enqueue one refresh each, after the claim commits. Each claim's job has an id of its own
+    (a job stranded by a dead worker keeps its id taken in arq for an hour: it must not block the next claim's)."""
     services: Services = ctx["services"]
+    now = datetime.now(UTC)  # names the claims
     async with services.db.begin() as session:
-        claimed = await claim_due_sources(session, services.settings)
+        claimed = await claim_due_sources(session, services.settings, now, claimed_by=ctx["heartbeat"].worker_id)
     for source_id in claimed:
         await ctx["redis"].enqueue_job(
-            REFRESH_SOURCE, source_id, _job_id=f"refresh:{source_id}", _queue_name=services.settings.queue_name
-        )
+            REFRESH_SOURCE, source_id, claimed_at=now, _job_id=refresh_job_id(source_id, now),
+            _queue_name=services.settings.queue_name,
+        )  # fmt: skip
     if claimed:
         log.info("crawl tick claimed %d sources", len(claimed))
     return len(claimed)
 
 
+def refresh_job_id(source_id: int, claimed_at: datetime) -> str:
+    """One job per claim: enqueued twice for one claim, it runs once."""
+    return f"refresh:{source_id}:{claimed_at.isoformat()}"
+
+
 async def refresh_source_job(
-    ctx: dict[str, Any], source_id: int, attempt: int = 1, admitted: bool = False
+    ctx: dict[str, Any], source_id: int, attempt: int = 1, admitted: bool = False, claimed_at: datetime | None = None
 ) -> dict[str, Any]:
-    """Refresh one claimed source; a wait it asks for (politeness, a transient error) becomes a deferred job."""
+    """Refresh one claimed source (the claim made at `claimed_at`: none when it was made for an administrator's
+    refresh); a wait it asks for (politeness, a transient error) becomes a deferred job."""
     services: Services = ctx["services"]
+    if not await _hold_claim(ctx, source_id, claimed_at):
+        count_refresh("superseded", 0)
+        return {"status": "superseded", "new": 0, "error": None}
     outcome = await refresh_source(
         services.engine, ctx["http"], services.settings, source_id,
         politeness=ctx["politeness"], attempt=attempt, admitted=admitted,
@@ -51,12 +63,24 @@ async def refresh_source_job(
             source_id,
             attempt + 1 if outcome.status == "retry" else attempt,
             outcome.status == "deferred",  # a deferred job already holds its politeness slot
+            claimed_at,
             _defer_by=outcome.retry_in_s,
             _queue_name=services.settings.queue_name,
         )
     await after_ingest(ctx, source_id, outcome)
     count_refresh(outcome.status, len(outcome.new_article_ids))
     return {"status": outcome.status, "new": len(outcome.new_article_ids), "error": outcome.error_class}
+
+
+async def _hold_claim(ctx: dict[str, Any], source_id: int, claimed_at: datetime | None) -> bool:
+    """This worker holds the claim from now on (if it dies, the claim returns at once). False when the claim the job
+    was enqueued for has been released since (its worker was thought gone) and perhaps claimed anew: the job is
+    superseded. A job of no claim time (an administrator's refresh) runs whatever it finds."""
+    services: Services = ctx["services"]
+    async with services.engine.begin() as connection:
+        held = await sources.adopt_claim(connection, source_id, worker_id=ctx["heartbeat"].worker_id,
+                                         claimed_at=claimed_at)  # fmt: skip
+    return held or claimed_at is None
 
 
 async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutcome) -> None:

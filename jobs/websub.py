@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from app.queue_names import WEBSUB_SUBSCRIBE
@@ -28,8 +29,10 @@ async def websub_renew(ctx: dict[str, Any]) -> int:
 
 
 async def enqueue_subscribe(ctx: dict[str, Any], source_id: int, hub: str, topic: str) -> None:
-    """One subscribe job for `source_id` (one at a time: its job id is the source's)."""
+    """One subscribe job for `source_id` at a time: its job id is the source's and the hour's (a job stranded by a
+    dead worker keeps its id taken in arq for an hour; the renewals of the next hour must not find it blocked)."""
     services: Services = ctx["services"]
+    job_id = f"websub:{source_id}:{int(time.time() // 3600)}"
     await ctx["redis"].enqueue_job(
-        WEBSUB_SUBSCRIBE, source_id, hub, topic, _job_id=f"websub:{source_id}", _queue_name=services.settings.queue_name
+        WEBSUB_SUBSCRIBE, source_id, hub, topic, _job_id=job_id, _queue_name=services.settings.queue_name
     )

@@ -1,7 +1,8 @@
 """The arq worker: crawling (the crawl tick, source refreshes, WebSub pushes and subscriptions), understanding and
 clustering new articles into stories, relaying the outbox to Redis, keeping the search index in sync (and building the
-day's text-search index over the last days' articles), and pruning old rows; it samples its backlogs for /metrics. The
-jobs live in jobs/crawl.py, jobs/websub.py, jobs/stories.py, jobs/outbox.py, jobs/search.py and jobs/backlogs.py; this
+day's text-search index over the last days' articles), sweeping up work whose worker died, and pruning old rows; it
+samples its backlogs for /metrics. The jobs live in jobs/crawl.py, jobs/websub.py, jobs/stories.py, jobs/outbox.py,
+jobs/search.py, jobs/sweeper.py and jobs/backlogs.py; each process beats a heartbeat (app/workers/heartbeat.py); this
 module starts and registers them, each timed and its failures counted (app/observability/work.py)."""
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from app.queue_names import CRAWL_TICK, INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.stories.store import ClusteringCache
+from app.workers.heartbeat import Heartbeat
 from jobs.backlogs import SAMPLE_SECONDS, sample_backlogs_job
 from jobs.crawl import crawl_tick, ingest_push_job, prune_fetch_log, refresh_source_job
 from jobs.loop import ResilientWorker, retried_on_redis
 from jobs.outbox import prune_outbox, relay_outbox_job
 from jobs.search import recent_index_job, sync_search_job
 from jobs.stories import merge_stories_job, understand_articles_job
+from jobs.sweeper import sweep_job
 from jobs.websub import websub_renew, websub_subscribe_job
 
 
@@ -39,9 +42,12 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["http"] = new_http_client(settings)
     ctx["politeness"] = Politeness(ctx["services"].redis, ctx["http"], settings)
     ctx["clustering"] = ClusteringCache()  # this worker's copy of the active stories (app/stories/store.py)
+    ctx["heartbeat"] = Heartbeat(settings)  # its id names the claims this worker holds (app/workers/)
+    await ctx["heartbeat"].start()
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
+    await ctx["heartbeat"].stop()
     await ctx["http"].aclose()
     await ctx["services"].close()
 
@@ -94,6 +100,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             _cron(merge_stories_job, **_every(settings.story_merge_seconds)),
             _cron(relay_outbox_job, second=tick_seconds(5)),
             _cron(sync_search_job, second=tick_seconds(5)),
+            _cron(sweep_job, second=tick_seconds(settings.sweep_seconds), run_at_startup=True),
             _cron(sample_backlogs_job, second=tick_seconds(SAMPLE_SECONDS), run_at_startup=True),
             _cron(recent_index_job, minute=7, second=0, run_at_startup=True, timeout=RECENT_INDEX_TIMEOUT_S),
         ],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select, text, tuple_
@@ -180,3 +180,11 @@ async def unclustered(db: Executor, ids: Sequence[int], *, pending: int = 0) -> 
         .order_by(Article.published_at, Article.id)
     )  # fmt: skip
     return list(rows)
+
+
+async def stranded(db: Executor, *, older_than: timedelta, limit: int) -> list[int]:
+    """Ids of articles stored more than `older_than` ago (by the database's clock) and still in no story, oldest
+    first (read from the partial index of unclustered articles)."""
+    query = (select(Article.id).where(Article.cluster_id.is_(None), Article.crawled_at < func.now() - older_than)
+             .order_by(Article.id).limit(limit))  # fmt: skip
+    return list(await db.scalars(query))

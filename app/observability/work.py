@@ -20,8 +20,8 @@ _LONG = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)  # a
 JOB_SECONDS = Histogram("newsagg_job_duration_seconds", "Worker jobs, start to end, by job.", ["job"], buckets=_LONG)
 JOB_FAILURES = Counter("newsagg_job_failures", "Worker jobs that raised or were cut off, by job.", ["job"])
 FETCHES = Counter(
-    "newsagg_fetches", "Source refreshes by outcome: fetched, not_modified, failed, retry, deferred, skipped.",
-    ["outcome"],
+    "newsagg_fetches",
+    "Source refreshes by outcome: fetched, not_modified, failed, retry, deferred, skipped, superseded.", ["outcome"],
 )  # fmt: skip
 INGESTED = Counter("newsagg_articles_ingested", "New articles stored, by how they came (poll or push).", ["via"])
 CLUSTERING_LAG = Histogram(

@@ -95,6 +95,8 @@ class CrawlSchedule(Base):
     __table_args__ = (
         # The scheduler's hot path: due, pending sources in time order.
         Index("ix_crawl_schedule_due", "next_crawl_at", postgresql_where=text("status = 'pending'")),
+        # The release of claims whose worker is gone or that outlived the in-flight timeout (app/ingest/scheduler.py).
+        Index("ix_crawl_schedule_in_flight", "last_triggered_at", postgresql_where=text("status = 'in_flight'")),
         CheckConstraint("cardinality(hourly_histogram) = 24", name="histogram_24_hours"),
     )
 
@@ -104,7 +106,8 @@ class CrawlSchedule(Base):
     status: Mapped[ClaimStatus] = mapped_column(
         _enum(ClaimStatus, "claim_status"), default=ClaimStatus.PENDING, server_default="pending"
     )
-    last_triggered_at: Mapped[datetime | None]
+    last_triggered_at: Mapped[datetime | None]  # when the current claim was made: it names the claim
+    claimed_by: Mapped[str | None] = mapped_column(String(100))  # the worker running (or enqueueing) the claim's job
     last_fetched_at: Mapped[datetime | None]
     consecutive_failures: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     gone_streak: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))

@@ -7,12 +7,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, delete, func, insert, select, update
+from sqlalchemy import case, delete, exists, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import Executor
 from app.sources.models import Circuit, ClaimStatus, CrawlSchedule, FetchLog, Source, SourceStatus
+from app.workers.models import Worker
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +67,9 @@ async def list_sources(
     return list(await session.scalars(query))
 
 
-async def claim_due(session: AsyncSession, *, now: datetime, limit: int) -> list[int]:
-    """Mark up to `limit` due, pending, active sources in flight; concurrent claimers skip each other's rows."""
+async def claim_due(session: AsyncSession, *, now: datetime, limit: int, claimed_by: str | None = None) -> list[int]:
+    """Mark up to `limit` due, pending, active sources in flight (claims named by `now`, held by the worker
+    `claimed_by`); concurrent claimers skip each other's rows."""
     due = (
         select(CrawlSchedule.source_id)
         .join(Source, Source.id == CrawlSchedule.source_id)
@@ -87,6 +89,7 @@ async def claim_due(session: AsyncSession, *, now: datetime, limit: int) -> list
         .values(
             status=ClaimStatus.IN_FLIGHT,
             last_triggered_at=now,
+            claimed_by=claimed_by,
             # the attempt after an open circuit's back-off is its half-open probe
             circuit=case((CrawlSchedule.circuit == Circuit.OPEN, Circuit.HALF_OPEN), else_=CrawlSchedule.circuit),
         )
@@ -100,7 +103,7 @@ async def claim_one(session: AsyncSession, source_id: int, *, now: datetime) -> 
     claimed = await session.scalar(
         update(CrawlSchedule)
         .where(CrawlSchedule.source_id == source_id, CrawlSchedule.status == ClaimStatus.PENDING)
-        .values(status=ClaimStatus.IN_FLIGHT, last_triggered_at=now)
+        .values(status=ClaimStatus.IN_FLIGHT, last_triggered_at=now, claimed_by=None)  # held by no worker until run
         .returning(CrawlSchedule.source_id)
     )
     return claimed is not None
@@ -116,17 +119,44 @@ async def reactivate(session: AsyncSession, source_id: int) -> None:
     )
 
 
-async def release_stale_claims(session: AsyncSession, *, now: datetime, older_than: timedelta) -> int:
-    """In-flight rows whose worker died return to pending, due at once."""
-    result = await session.execute(
+@dataclass(frozen=True, slots=True)
+class ReleasedClaims:
+    worker_gone: int  # the worker holding them stopped beating
+    stale: int  # older than the in-flight timeout, whatever their worker
+
+
+async def release_abandoned_claims(
+    session: AsyncSession, *, now: datetime, older_than: timedelta, silent_for: timedelta
+) -> ReleasedClaims:
+    """In-flight claims whose job will never end return to pending, due at once: those held by a worker whose
+    heartbeat is older than `silent_for` (judged by the database's clock, as heartbeats are written), and any claim
+    older than `older_than`."""
+    alive = select(Worker.id).where(
+        Worker.id == CrawlSchedule.claimed_by, Worker.heartbeat_at >= func.now() - silent_for
+    )
+    stale = CrawlSchedule.last_triggered_at < now - older_than
+    released = await session.scalars(
         update(CrawlSchedule)
         .where(
             CrawlSchedule.status == ClaimStatus.IN_FLIGHT,
-            CrawlSchedule.last_triggered_at < now - older_than,
+            stale | (CrawlSchedule.claimed_by.is_not(None) & ~exists(alive)),
         )
-        .values(status=ClaimStatus.PENDING, next_crawl_at=now)
+        .values(status=ClaimStatus.PENDING, next_crawl_at=now, claimed_by=None)
+        .returning(stale)
     )
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    reasons = list(released)
+    return ReleasedClaims(worker_gone=reasons.count(False), stale=reasons.count(True))
+
+
+async def adopt_claim(db: Executor, source_id: int, *, worker_id: str, claimed_at: datetime | None) -> bool:
+    """The worker about to run a claim's job holds it from now on. False when that claim (the one made at
+    `claimed_at`; any, without it) is no longer in flight: released since, and perhaps claimed again."""
+    query = update(CrawlSchedule).where(
+        CrawlSchedule.source_id == source_id, CrawlSchedule.status == ClaimStatus.IN_FLIGHT
+    )
+    if claimed_at is not None:
+        query = query.where(CrawlSchedule.last_triggered_at == claimed_at)
+    return await db.scalar(query.values(claimed_by=worker_id).returning(CrawlSchedule.source_id)) is not None
 
 
 REFRESH_COLUMNS = (

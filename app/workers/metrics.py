@@ -1,0 +1,23 @@
+"""What the sweep of stranded work counts, for /metrics: workers found gone, claims returned, articles enqueued
+again."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter
+
+WORKERS_GONE = Counter("newsagg_workers_gone", "Workers whose heartbeat stopped (let go by the sweeper).")
+CLAIMS_RELEASED = Counter(
+    "newsagg_claims_released",
+    "In-flight source claims returned to pending, by why: worker_gone (its worker stopped beating) or stale "
+    "(older than the in-flight timeout).",
+    ["reason"],
+)
+ARTICLES_REQUEUED = Counter(
+    "newsagg_articles_requeued", "Articles stored but never understood or clustered, enqueued again by the sweeper."
+)
+HEARTBEAT_FAILURES = Counter("newsagg_worker_heartbeat_failures", "Heartbeats a worker failed to write.")
+
+
+def count_released(worker_gone: int, stale: int) -> None:
+    CLAIMS_RELEASED.labels("worker_gone").inc(worker_gone)
+    CLAIMS_RELEASED.labels("stale").inc(stale)
