@@ -14,7 +14,7 @@ from app.api.search import CURSOR
 from app.articles.models import Article
 from app.search import terms
 from app.search.postgres import PostgresSearch
-from app.search.query import SearchQuery
+from app.search.query import SearchQuery, SearchResult
 from app.search.service import Search
 from app.search.sync import sync_pending
 from app.search.windows import WALK_ROWS, LastDay, Windows
@@ -153,6 +153,9 @@ async def test_a_correctly_spelled_word_without_matches_is_not_corrected_into_an
     assert (found["approximate"], found["correctedQuery"], found["edges"]) == (False, None, [])
     typo = (await gql.run("Search", query="maine lobsetr", first=5))["search"]  # two letters swapped: a typo
     assert (typo["approximate"], typo["correctedQuery"], len(typo["edges"])) == (True, "maine lobster", 3)
+    search = PostgresSearch(services.db, candidates=10)
+    before = SearchQuery("maine lobsetr", until=datetime.now(UTC) - timedelta(days=30))  # the correction finds none
+    assert await search.search(before, now=datetime.now(UTC), limit=5, offset=0) == SearchResult([], backend="postgres")
 
 
 async def test_a_word_is_replaced_only_by_a_much_more_common_word_it_is_a_typo_of(services: Services) -> None:
