@@ -14,7 +14,7 @@ from app.api.search import CURSOR
 from app.articles.models import Article
 from app.search import terms
 from app.search.postgres import PostgresSearch
-from app.search.query import SearchQuery
+from app.search.query import SearchQuery, SearchResult
 from app.search.service import Search
 from app.search.sync import sync_pending
 from app.search.windows import WALK_ROWS, LastDay, Windows
@@ -139,6 +139,47 @@ async def test_a_spelling_titles_use_rarely_gives_way_to_a_common_one(services: 
         assert await terms.corrected(session, "cornwall storm") is None  # nothing to correct
         assert await terms.corrected(session, "damgae") == "damage"  # two letters swapped (similarity 0.27)
         assert await terms.corrected(session, "qzxv") is None  # nothing close
+
+
+async def test_a_correctly_spelled_word_without_matches_is_not_corrected_into_another(
+        gql: GraphQLClient, services: Services, settings: Settings) -> None:  # fmt: skip
+    outlet = await add_source(services, settings, "wire")
+    for n in range(3):
+        await add_story(services, StorySpec(f"Maine lobster season opens, week {n}", [outlet]))
+    await sync_pending(services.engine, None, settings)
+    # "ukraine" is absent from every title and "maine" close by trigrams (similarity 0.27, as "polcie" to "police"),
+    # but three edits away: no typo of it
+    found = (await gql.run("Search", query="ukraine", first=5))["search"]
+    assert (found["approximate"], found["correctedQuery"], found["edges"]) == (False, None, [])
+    typo = (await gql.run("Search", query="maine lobsetr", first=5))["search"]  # two letters swapped: a typo
+    assert (typo["approximate"], typo["correctedQuery"], len(typo["edges"])) == (True, "maine lobster", 3)
+    search = PostgresSearch(services.db, candidates=10)
+    before = SearchQuery("maine lobsetr", until=datetime.now(UTC) - timedelta(days=30))  # the correction finds none
+    assert await search.search(before, now=datetime.now(UTC), limit=5, offset=0) == SearchResult([], backend="postgres")
+
+
+async def test_a_word_is_replaced_only_by_a_much_more_common_word_it_is_a_typo_of(services: Services) -> None:
+    # a news vocabulary's counts: how many titles use each word
+    vocabulary = {"police": 5000, "policy": 3000, "damage": 300, "maine": 40, "cornwall": 400, "cornwell": 3,
+                  "conrwall": 1, "ukrainian": 900, "goverment": 2, "government": 6000, "storm": 700}  # fmt: skip
+    async with services.db() as session:
+        await session.execute(text("INSERT INTO search_terms (term, articles) VALUES (:term, :articles)"),
+                              [{"term": t, "articles": n} for t, n in vocabulary.items()])  # fmt: skip
+        assert await terms.corrected(session, "polcie") == "police"  # two letters swapped
+        assert await terms.corrected(session, "damgae storm") == "damage storm"
+        assert await terms.corrected(session, "goverment") == "government"  # in two titles: a headline's typo
+        assert await terms.corrected(session, "conrwall") == "cornwall"
+        assert await terms.corrected(session, "ukraine") is None  # "maine" is 3 edits away, "ukrainian" 3
+        assert await terms.corrected(session, "cornwell storm") is None  # a name in a few titles, 1 edit from 400
+        assert await terms.corrected(session, "plice") == "police"  # a letter missing
+        assert await terms.corrected(session, "stom") is None  # under 5 letters: kept as typed (not "storm")
+        assert await terms.corrected(session, "policce") == "police"  # not "policy": fewer edits first
+
+
+def test_edits_count_a_swap_as_one() -> None:
+    assert [terms.edits(a, b) for a, b in (("polcie", "police"), ("ukraine", "maine"), ("cornwal", "cornwall"),
+                                           ("", "abc"), ("same", "same"), ("ab", "ba"), ("ca", "abc"))] == [
+        1, 3, 1, 3, 0, 1, 3]  # fmt: skip
 
 
 async def test_postgresql_ranks_the_newest_matches(services: Services, settings: Settings) -> None:

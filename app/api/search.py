@@ -72,9 +72,13 @@ class SearchConnection:
         'query with a typo): say so, e.g. "Showing results for ukraine".'
     )
     corrected_query: str | None = strawberry.field(
-        description="The query as searched when it was corrected, on every page of the search (PostgreSQL "
-        "corrects; Meilisearch tolerates typos by itself, and a search it answers from its first page leaves this "
-        "null)."
+        description="The query as searched when it was corrected, on every page of the search; null when the words "
+        "were searched as typed. A short query (up to 3 words) is corrected only when it matched nothing as typed "
+        "and the corrected words match something: each word no title uses (or at most 2 do) is replaced by a title "
+        "word it is one typo away from (two for words of 9 letters or more; words under 5 letters are kept) that "
+        "titles use at least ten times more. A correctly spelled word that simply has no match is left as typed, "
+        "with no results. PostgreSQL corrects; Meilisearch tolerates the same typos by itself, and a search it "
+        "answers from its first page leaves this null."
     )
 
 

@@ -17,8 +17,9 @@ headline (PostgreSQL would otherwise rank tens of thousands of rows to show 20):
 recent, and an older article of such a word is reached by narrowing the search (`from`/`to`, topics, sources)
 rather than by paging past a thousand hits.
 
-A short query (up to 3 words, no operators) that matches nothing has its unknown words corrected from the words of
-titles (app/search/terms.py: "ukriane" → "ukraine") and is searched again; its hits say so (`corrected`).
+A short query (up to 3 words, no operators) that matches nothing has its unknown or rare words corrected from the
+words of titles they could be typos of (app/search/terms.py: "ukriane" → "ukraine", but never "ukraine" → "maine")
+and is searched again; its hits say so (`corrected`), and a correction that finds nothing either is not reported.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ class PostgresSearch:
             if better is None:
                 return SearchResult([], backend=self.name)
             hits = await self._ranked(db, query, better, now=now, limit=limit, offset=offset)
-            return SearchResult(hits, backend=self.name, corrected=better)
+            return SearchResult(hits, backend=self.name, corrected=better if hits else None)
 
     async def _ranked(self, db: AsyncSession, query: SearchQuery, words: str, *, now: datetime, limit: int,
                       offset: int) -> list[SearchHit]:  # fmt: skip
