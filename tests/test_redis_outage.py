@@ -194,28 +194,31 @@ async def test_a_redis_that_hangs_is_noticed_and_subscribers_catch_up_in_order(
                 source_id, ids = await stored_articles(opened, opened.settings, 9)
                 received: list[list[str]] = [[] for _ in range(SUBSCRIBERS)]
                 clients = [asyncio.create_task(collect(api_url, titles)) for titles in received]
-                await until_listening(opened, ARTICLES_ADDED, count=SUBSCRIBERS)
-                await announce(opened, source_id, ids[:3])
-                assert await relay_all(direct.engine, direct.redis, (ARTICLES_ADDED,)) == 3
-                await until_received(received, 3)
+                try:
+                    await until_listening(opened, ARTICLES_ADDED, count=SUBSCRIBERS)
+                    await announce(opened, source_id, ids[:3])
+                    assert await relay_all(direct.engine, direct.redis, (ARTICLES_ADDED,)) == 3
+                    await until_received(received, 3)
 
-                # when Redis hangs (nothing answered, nothing closed) while three events are published
-                proxy.flowing.clear()
-                await announce(opened, source_id, ids[3:6])
-                assert await relay_all(direct.engine, direct.redis, (ARTICLES_ADDED,)) == 3
-                await until_silence_noticed(silences_before)
-                assert all(len(titles) == 3 for titles in received)
+                    # when Redis hangs (nothing answered, nothing closed) while three events are published
+                    proxy.flowing.clear()
+                    await announce(opened, source_id, ids[3:6])
+                    assert await relay_all(direct.engine, direct.redis, (ARTICLES_ADDED,)) == 3
+                    await until_silence_noticed(silences_before)
+                    assert all(len(titles) == 3 for titles in received)
 
-                # then Redis answers again: the missed three come from the outbox, then live ones
-                proxy.flowing.set()
-                await until_received(received, 6)
-                await until_listening(opened, ARTICLES_ADDED, count=SUBSCRIBERS)
-                await announce(opened, source_id, ids[6:])
-                assert await relay_all(direct.engine, direct.redis, (ARTICLES_ADDED,)) == 3
-                await until_received(received, 9)
-                for client in clients:
-                    client.cancel()
-                await asyncio.gather(*clients, return_exceptions=True)
+                    # then Redis answers again: the missed three come from the outbox, then live ones
+                    proxy.flowing.set()
+                    await until_received(received, 6)
+                    await until_listening(opened, ARTICLES_ADDED, count=SUBSCRIBERS)
+                    await announce(opened, source_id, ids[6:])
+                    assert await relay_all(direct.engine, direct.redis, (ARTICLES_ADDED,)) == 3
+                    await until_received(received, 9)
+                finally:  # a failure must not leave Redis hung or subscribers holding the server open
+                    proxy.flowing.set()
+                    for client in clients:
+                        client.cancel()
+                    await asyncio.gather(*clients, return_exceptions=True)
             await opened.close()
             await proxy.close()
     assert received == [[f"Wire {k}" for k in range(9)]] * SUBSCRIBERS
