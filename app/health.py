@@ -1,5 +1,5 @@
-"""Is this process able to serve: the database and Redis answer; and how the search backend is doing (it does not
-decide `ok`: search falls back to PostgreSQL)."""
+"""Is this process able to serve: the database answers. Redis is derived state (cache, pub/sub, rankings): without it
+the process serves degraded, so it is reported, not decisive; so is the search backend (it falls back to PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,13 @@ class HealthReport:
 
     @property
     def ok(self) -> bool:
-        return self.database.ok and self.redis.ok
+        """The process can serve: what a load balancer should route by."""
+        return self.database.ok
+
+    @property
+    def degraded(self) -> list[str]:
+        """What the process serves without (answers slower or with typed errors, events come late)."""
+        return [] if self.redis.ok else ["redis"]
 
 
 async def _timed(probe: object) -> Check:

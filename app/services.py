@@ -41,7 +41,8 @@ class Services:
         sessions = session_factory(engine)
         broadcaster = Broadcaster(redis, missed=partial(read_missed, engine),
                                   catch_up_seconds=settings.broadcast_catch_up_seconds,
-                                  backoff_cap=settings.redis_backoff_max_seconds)  # fmt: skip
+                                  backoff_cap=settings.redis_backoff_max_seconds,
+                                  liveness_seconds=settings.broadcast_liveness_seconds)  # fmt: skip
         return cls(settings, engine, sessions, redis, broadcaster, SingleFlightCache(redis),
                    Search(settings, sessions, redis), RateLimits(redis, settings))  # fmt: skip
 

@@ -247,6 +247,12 @@ class Settings(BaseSettings):
         description="After a Redis outage, an API process re-reads from the outbox the events delivered "
         "this long before it noticed the loss (events its subscribers may have missed; those seen are skipped).",
     )
+    broadcast_liveness_seconds: float = Field(
+        default=5,
+        gt=0,
+        description="An API process's pub/sub reader PINGs Redis after this long without a word from it, and "
+        "reconnects when the PING goes unanswered as long (a Redis that hangs closes no connection).",
+    )
     redis_backoff_max_seconds: float = Field(
         default=5,
         description="Longest wait between two reconnects to Redis (the broadcaster's and the worker's).",

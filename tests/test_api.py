@@ -16,7 +16,7 @@ from app.outbox.relay import relay_all
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
-from tests.conftest import GraphQLClient, count_queries, document, subscribe_ws, until_listening
+from tests.conftest import GraphQLClient, count_queries, document, free_port, serve_api, subscribe_ws, until_listening
 from tests.newsroom import global_id
 
 
@@ -162,6 +162,22 @@ async def test_health_query_and_endpoint(gql: GraphQLClient, api_url: str, servi
     assert response.status_code == 200
     assert response.json()["database"]["ok"] is True
     assert response.json()["redis"]["ok"] is True
+
+
+async def test_healthz_is_503_only_when_the_database_does_not_answer(settings: Settings) -> None:
+    unreachable = settings.model_copy(
+        update={"database_url": f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/x"}
+    )
+    opened = Services.open(unreachable)
+    try:
+        async with serve_api(unreachable, opened) as url, httpx.AsyncClient(timeout=30) as client:
+            response = await client.get(f"{url}/healthz")
+    finally:
+        await opened.close()
+    assert response.status_code == 503
+    assert (response.json()["ok"], response.json()["database"]["ok"], response.json()["redis"]["ok"]) == (
+        False, False, True)  # fmt: skip
+    assert response.json()["degraded"] == []
 
 
 async def test_graphiql_is_served_to_browsers(api_url: str, services: Services) -> None:

@@ -117,6 +117,9 @@ async def test_subscribers_get_every_event_once_in_order_across_a_redis_restart(
                 assert len((await api.run("Articles", first=20))["articles"]["edges"]) == 9
                 trending = await api.post(document("Trending"))  # ranked in Redis: a typed error, not a crash
                 assert [e["extensions"]["code"] for e in trending["errors"]] == ["TRENDING_UNAVAILABLE"]
+                health = await http.get("/healthz")  # still serving: a balancer keeps it in rotation
+                assert (health.status_code, health.json()["degraded"]) == (200, ["redis"]), health.text
+                assert health.json()["redis"]["ok"] is False
             assert degraded("cache") > cache_failures  # answered without the cache, and counted
             assert degraded("broadcast") > 0
 
@@ -133,6 +136,93 @@ async def test_subscribers_get_every_event_once_in_order_across_a_redis_restart(
             await asyncio.gather(*clients, return_exceptions=True)
     assert received == [expected] * SUBSCRIBERS
     assert caught_up() - caught_up_before == 3  # the three stored during the outage came from the outbox
+
+
+class Proxy:
+    """A TCP forwarder to `port` that can freeze: it then forwards nothing and closes nothing, as a hung Redis does."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.flowing = asyncio.Event()
+        self.flowing.set()
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._forward, "127.0.0.1", 0)
+        return f"redis://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/0"
+
+    async def _forward(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
+        await self.flowing.wait()
+        server_in, server_out = await asyncio.open_connection("127.0.0.1", self.port)
+        await asyncio.gather(self._pipe(client_in, server_out), self._pipe(server_in, client_out))
+
+    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError):
+            while data := await source.read(65536):
+                await self.flowing.wait()
+                sink.write(data)
+                await sink.drain()
+        sink.close()
+
+    async def close(self) -> None:
+        assert self.server is not None
+        self.server.close()
+
+
+def silences() -> float:
+    return REGISTRY.get_sample_value("newsagg_broadcast_silences_total") or 0.0
+
+
+async def until_silence_noticed(before: float) -> None:
+    async with asyncio.timeout(60):
+        while True:
+            if silences() > before:
+                return
+            await asyncio.sleep(0.05)
+
+
+async def test_a_redis_that_hangs_is_noticed_and_subscribers_catch_up_in_order(
+    services: Services, settings: Settings, tmp_path: Path
+) -> None:
+    silences_before, caught_up_before = silences(), caught_up()
+    with own_redis(tmp_path / "redis") as server:
+        proxy = Proxy(server.port)
+        hung = settings.model_copy(update={"broadcast_liveness_seconds": 0.5})
+        async with services_on(hung, server) as direct:  # the relay's own way to Redis, around the proxy
+            opened = Services.open(hung.model_copy(update={"redis_url": await proxy.start()}))
+            async with serve_api(opened.settings, opened) as api_url:
+                source_id, ids = await stored_articles(opened, opened.settings, 9)
+                received: list[list[str]] = [[] for _ in range(SUBSCRIBERS)]
+                clients = [asyncio.create_task(collect(api_url, titles)) for titles in received]
+                try:
+                    await until_listening(opened, ARTICLES_ADDED, count=SUBSCRIBERS)
+                    await announce(opened, source_id, ids[:3])
+                    assert await relay_all(direct.engine, direct.redis, (ARTICLES_ADDED,)) == 3
+                    await until_received(received, 3)
+
+                    # when Redis hangs (nothing answered, nothing closed) while three events are published
+                    proxy.flowing.clear()
+                    await announce(opened, source_id, ids[3:6])
+                    assert await relay_all(direct.engine, direct.redis, (ARTICLES_ADDED,)) == 3
+                    await until_silence_noticed(silences_before)
+                    assert all(len(titles) == 3 for titles in received)
+
+                    # then Redis answers again: the missed three come from the outbox, then live ones
+                    proxy.flowing.set()
+                    await until_received(received, 6)
+                    await until_listening(opened, ARTICLES_ADDED, count=SUBSCRIBERS)
+                    await announce(opened, source_id, ids[6:])
+                    assert await relay_all(direct.engine, direct.redis, (ARTICLES_ADDED,)) == 3
+                    await until_received(received, 9)
+                finally:  # a failure must not leave Redis hung or subscribers holding the server open
+                    proxy.flowing.set()
+                    for client in clients:
+                        client.cancel()
+                    await asyncio.gather(*clients, return_exceptions=True)
+            await opened.close()
+            await proxy.close()
+    assert received == [[f"Wire {k}" for k in range(9)]] * SUBSCRIBERS
+    assert caught_up() - caught_up_before == 3
 
 
 OUTAGE_SECONDS = 5

@@ -94,7 +94,7 @@ def test_a_child_that_keeps_exiting_spends_its_budget_and_stops_everything() -> 
     assert restarts("worker", "exited") == counted + 2
 
 
-# Answers every /healthz with 503, as the API does while PostgreSQL or Redis is down.
+# Answers every /healthz with 503, as the API does while PostgreSQL is down.
 DEGRADED_API = """
 import http.server, sys
 class Health(http.server.BaseHTTPRequestHandler):

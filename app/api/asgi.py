@@ -101,8 +101,8 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
     async def healthz(request: Request) -> JSONResponse:
         current = holder["services"]
         report = await check_health(current.engine, current.redis, current.search)
-        body = {"ok": report.ok, **dataclasses.asdict(report)}  # database, redis, search
-        return JSONResponse(body, status_code=200 if report.ok else 503)
+        body = {"ok": report.ok, "degraded": report.degraded, **dataclasses.asdict(report)}  # database, redis, search
+        return JSONResponse(body, status_code=200 if report.ok else 503)  # 503: PostgreSQL down, take it out
 
     async def root(request: Request) -> RedirectResponse:
         return RedirectResponse("/graphql")

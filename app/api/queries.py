@@ -35,7 +35,7 @@ from app.stories.velocity import BREAKING_TOPIC
 
 @strawberry.type(description="Whether this API process reaches its database and Redis, and how search is doing.")
 class Health:
-    ok: bool
+    ok: bool = strawberry.field(description="The process can serve: its database answers (without Redis it degrades).")
     database: bool
     redis: bool
     database_latency_ms: float

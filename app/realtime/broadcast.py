@@ -1,5 +1,6 @@
 """One Redis pub/sub connection per process, fanned out to any number of local subscribers; when Redis goes away
-the reader reconnects with back-off and catches its subscribers up from the outbox (app/realtime/catchup.py)."""
+(or hangs: the reader PINGs a silent connection) the reader reconnects with back-off and catches its subscribers up
+from the outbox (app/realtime/catchup.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from redis.asyncio import Redis
 
 from app.realtime.catchup import Delivered, MissedEvents
 from app.resilience.backoff import Backoff
-from app.resilience.metrics import BROADCAST_RECONNECTS, CAUGHT_UP, REDIS_DEGRADED
+from app.resilience.metrics import BROADCAST_RECONNECTS, BROADCAST_SILENCES, CAUGHT_UP, REDIS_DEGRADED
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +36,12 @@ class Broadcaster:
 
     Losing Redis costs latency, not events: the reader reconnects (waits doubling up to `backoff_cap` seconds),
     resubscribes every topic, then delivers from the outbox (`missed`) what was published meanwhile, in order,
-    before anything newer. Without `missed` (a process with no database) a reconnect only resubscribes."""
+    before anything newer. Without `missed` (a process with no database) a reconnect only resubscribes. A Redis that
+    hangs without closing the connection is lost too: after `liveness_seconds` without a word the reader PINGs, and
+    a PING unanswered as long drops the connection (so does a (re)subscribe unanswered as long)."""
 
     def __init__(self, redis: Redis, *, missed: MissedEvents | None = None, catch_up_seconds: float = 10,
-                 backoff_cap: float = 5) -> None:  # fmt: skip
+                 backoff_cap: float = 5, liveness_seconds: float = 5) -> None:  # fmt: skip
         self._redis = redis
         # topic -> story id (None: every event of the topic) -> subscribers' queues
         self._queues: dict[str, dict[int | None, set[asyncio.Queue[dict[str, Any]]]]] = {}
@@ -49,6 +52,7 @@ class Broadcaster:
         self._slack = timedelta(seconds=catch_up_seconds)
         self._backoff = Backoff(cap=backoff_cap)
         self._delivered = Delivered()
+        self._liveness = liveness_seconds
         self.connected = False
 
     async def subscribe(self, topic: str, *, story_id: int | None = None) -> AsyncIterator[dict[str, Any]]:
@@ -90,11 +94,13 @@ class Broadcaster:
     async def _connect(self) -> None:
         """A fresh pub/sub connection subscribed to every topic; on failure the reader retries."""
         if self._pubsub is not None:
-            with contextlib.suppress(Exception):
-                await self._pubsub.aclose()
-        self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            with contextlib.suppress(Exception):  # a hung Redis may not even let it close
+                await asyncio.wait_for(self._pubsub.aclose(), self._liveness)
+        # subscribe confirmations are read (and skipped) by the reader: each word from Redis proves it alive
+        self._pubsub = self._redis.pubsub()
         try:
-            await self._pubsub.subscribe(*(CHANNEL_PREFIX + topic for topic in self._queues))
+            subscribing = self._pubsub.subscribe(*(CHANNEL_PREFIX + topic for topic in self._queues))
+            await asyncio.wait_for(subscribing, self._liveness)
             self.connected = True
         except Exception as error:
             self.connected = False
@@ -119,9 +125,7 @@ class Broadcaster:
                 if lost_at is not None:
                     await self._reconnect(lost_at)
                     lost_at = None
-                async for message in self._pubsub.listen():
-                    self._deliver(message["channel"].decode()[len(CHANNEL_PREFIX) :], message["data"])
-                raise ConnectionError("the pub/sub connection ended")
+                await self._listen()
             except asyncio.CancelledError:
                 raise
             except Exception as error:
@@ -131,6 +135,22 @@ class Broadcaster:
                 wait = self._backoff.next_wait()
                 log.warning("broadcast: lost Redis (%s); reconnecting in %.1f s", error, wait)
                 await asyncio.sleep(wait)
+
+    async def _listen(self) -> None:
+        """Delivers messages until the connection fails or Redis stays silent through a PING."""
+        pinged = False
+        while True:
+            message = await self._pubsub.get_message(timeout=self._liveness)
+            if message is not None:
+                pinged = False
+                if message["type"] == "message":
+                    self._deliver(message["channel"].decode()[len(CHANNEL_PREFIX) :], message["data"])
+            elif pinged:
+                BROADCAST_SILENCES.inc()
+                raise TimeoutError(f"Redis left a PING unanswered for {self._liveness:g} s")
+            else:
+                await asyncio.wait_for(self._pubsub.ping(), self._liveness)
+                pinged = True
 
     async def _reconnect(self, lost_at: datetime) -> None:
         async with self._lock:

@@ -10,6 +10,9 @@ REDIS_DEGRADED = Counter(
     ["part"],
 )  # fmt: skip
 BROADCAST_RECONNECTS = Counter("newsagg_broadcast_reconnects", "Times the pub/sub reader lost Redis and came back.")
+BROADCAST_SILENCES = Counter(
+    "newsagg_broadcast_silences", "Times the pub/sub reader found Redis silent (a PING unanswered) and dropped it."
+)
 CAUGHT_UP = Counter(
     "newsagg_broadcast_caught_up_events", "Events missed on pub/sub and delivered from the outbox, by topic.", ["topic"]
 )

@@ -81,7 +81,7 @@ class Child:
         if self.health_url is None or now < self.next_probe:
             return True
         self.next_probe = now + policy.probe_s
-        try:  # any answer will do: a 503 says PostgreSQL or Redis is down, which a restart would not mend
+        try:  # any answer will do: a 503 says PostgreSQL is down, which a restart would not mend
             ok = httpx.get(self.health_url, timeout=policy.probe_s).status_code > 0
         except httpx.HTTPError:
             ok = False
