@@ -67,16 +67,6 @@ async def schedule(services: Services, source_id: int) -> CrawlSchedule:
         return row
 
 
-async def burst(settings: Settings, arq_redis: ArqRedis) -> int:
-    """A real worker drains the queue and stops."""
-    worker = create_worker(settings, burst=True, handle_signals=False, redis_pool=arq_redis, cron_jobs=None)
-    try:
-        await worker.main()
-    finally:
-        await worker.close()
-    return worker.jobs_complete
-
-
 async def work_until(settings: Settings, arq_redis: ArqRedis, done: Callable[[], Awaitable[bool]]) -> None:
     """A real worker runs until `done()` (a queue a dead worker left a job in is never drained)."""
     worker = create_worker(settings, handle_signals=False, redis_pool=arq_redis, cron_jobs=None)
@@ -117,7 +107,7 @@ async def test_the_claims_of_a_worker_gone_return_at_the_next_tick_and_no_others
 
 
 async def test_a_refresh_enqueued_for_a_claim_released_since_does_nothing(
-    services: Services, settings: Settings, feed_server: FeedServer, arq_redis: ArqRedis
+    services: Services, settings: Settings, feed_server: FeedServer, arq_redis: ArqRedis, crawl: Any
 ) -> None:
     """Given a source claimed again after its first claim was released, when the first claim's job runs late, then
     it fetches nothing; the current claim's job fetches, holding the claim while it runs."""
@@ -125,11 +115,11 @@ async def test_a_refresh_enqueued_for_a_claim_released_since_does_nothing(
     first, second = datetime.now(UTC) - timedelta(seconds=30), datetime.now(UTC)
     await hold(services, source_id, "worker-gone", second)
     await arq_redis.enqueue_job(REFRESH_SOURCE, source_id, claimed_at=first, _queue_name=settings.queue_name)
-    await burst(settings, arq_redis)
+    await crawl(tick=False)
     assert feed_server.hits.get("/feed-0.xml", 0) == 0
     assert (await schedule(services, source_id)).status == ClaimStatus.IN_FLIGHT
     await arq_redis.enqueue_job(REFRESH_SOURCE, source_id, claimed_at=second, _queue_name=settings.queue_name)
-    await burst(settings, arq_redis)
+    await crawl(tick=False)
     assert feed_server.hits["/feed-0.xml"] == 1
     row = await schedule(services, source_id)
     assert row.status == ClaimStatus.PENDING
@@ -173,7 +163,7 @@ async def stored(services: Services, n: int, *, ago: timedelta, prefix: str) -> 
 
 
 async def test_the_sweeper_enqueues_articles_never_understood_once(
-    services: Services, settings: Settings, arq_redis: ArqRedis
+    services: Services, settings: Settings, arq_redis: ArqRedis, crawl: Any
 ) -> None:
     """Given 1,200 articles stored a minute ago whose jobs were lost and 5 stored a moment ago, when the sweeper runs
     twice, then the old ones are enqueued once (three jobs of up to 500, by id range) and the new ones are left to
@@ -186,7 +176,7 @@ async def test_the_sweeper_enqueues_articles_never_understood_once(
     assert await sweep_job(ctx) == 0  # their jobs are still queued
     assert metric("newsagg_articles_requeued_total") == before + 1200
     assert await arq_redis.zcard(settings.queue_name) == 3
-    await burst(settings, arq_redis)
+    await crawl(tick=False)
     async with services.engine.connect() as connection:
         unplaced = select(Article.id).where(Article.cluster_id.is_(None) | Article.simhash.is_(None))
         assert sorted(await connection.scalars(unplaced)) == fresh
