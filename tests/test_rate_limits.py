@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,6 +15,7 @@ import pytest
 from prometheus_client import REGISTRY
 from sqlalchemy import text
 
+from app.runtime.embedded import EmbeddedRedis
 from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings
@@ -168,6 +170,52 @@ async def test_with_redis_down_requests_are_answered_unmetered_and_counted(servi
     assert "x-ratelimit-remaining" not in answers[0].headers
     assert budget.json()["data"] == {"rateLimit": None}
     assert unmetered() - before == 6
+
+
+async def test_redis_gone_ten_seconds_then_back_meters_again_from_a_fresh_budget(
+    services: Services, settings: Settings, tmp_path: Path
+) -> None:
+    """Redis stopped for ten seconds under a running API and started again on the same port: meanwhile every request
+    is answered, promptly and unmetered (counted); then metering resumes by itself, and since the restarted Redis is
+    empty, each caller's budget starts afresh."""
+    server = EmbeddedRedis(tmp_path / "redis")
+    server.start()
+
+    async def bounded(http: httpx.AsyncClient, query: str) -> httpx.Response:
+        async with asyncio.timeout(5):  # a hang is a failure, not a slow pass
+            return await post(http, query)
+
+    try:
+        async with limited_api(settings, redis_url=server.url(), rate_limit_anonymous_points=3) as http:
+            metered = [await bounded(http, SOURCES) for _ in range(2)]
+            server.stop()  # SIGTERM
+            before = unmetered()
+            during: list[httpx.Response] = []
+            outage_ends = asyncio.get_running_loop().time() + 10
+            while asyncio.get_running_loop().time() < outage_ends:
+                during.append(await bounded(http, SOURCES))
+                await asyncio.sleep(0.25)
+            counted = unmetered() - before
+            server.start()  # the same port, nothing in it
+            async with asyncio.timeout(10):
+                while True:
+                    back = await bounded(http, TYPENAME)
+                    if "x-ratelimit-remaining" in back.headers:
+                        break
+                    await asyncio.sleep(0.1)
+            after = [back] + [await bounded(http, TYPENAME) for _ in range(3)]
+    finally:
+        server.stop()
+    assert [a.headers["x-ratelimit-remaining"] for a in metered] == ["2", "1"]
+    assert len(during) >= 20
+    assert {a.status_code for a in during} == {200}
+    assert all(a.json()["data"]["sources"] == {"edges": []} for a in during)
+    assert not any("x-ratelimit-remaining" in a.headers for a in during)
+    assert counted == len(during)
+    # one point left before the outage; a fresh bucket of 3 after it
+    assert [a.status_code for a in after] == [200, 200, 200, 429]
+    assert [a.headers["x-ratelimit-remaining"] for a in after[:3]] == ["2", "1", "0"]
+    assert codes(after[3]) == ["RATE_LIMITED"]
 
 
 async def test_a_redis_that_never_answers_costs_its_timeout_not_the_request(services: Services,
