@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.commands import accounts, database, documents, evaluation
 from app.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -155,7 +154,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
 
         from app.api.asgi import create_app
 
-        _first_admin_hint(settings)
+        accounts.first_admin_hint(settings)
         # log_config=None: uvicorn's loggers (server and access) keep no handler of their own, so its lines go through
         # the root's, in newsagg's format and with the request id. proxy_headers off: X-Forwarded-For is believed only
         # from NEWSAGG_RATE_LIMIT_TRUSTED_PROXIES (uvicorn's own reading would take it from any loopback peer, and a
@@ -174,19 +173,19 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         create_worker(settings).run()
         return None
     if args.command == "migrate":
-        return _migrate(settings, args.revision)
+        return database.migrate(settings, args.revision)
     if args.command == "opml":
         return _opml(settings, args)
     if args.command == "users":
-        return _users(settings, args)
+        return accounts.users(settings, args)
     if args.command == "documents":
-        return _documents(settings, args)
+        return documents.documents(settings, args)
     if args.command == "reindex":
         return _reindex(settings, args.since)
     if args.command == "eval":
-        return _eval(args)
+        return evaluation.evaluate(args)
     if args.command == "topics":
-        return _train_topics(args)
+        return evaluation.train_topics(args)
     if args.command == "schema":
         from app.api.schema import build_schema
 
@@ -198,45 +197,6 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         print(settings_reference())
         return None
     raise AssertionError(args.command)
-
-
-@contextlib.contextmanager
-def _database(settings: Settings) -> Iterator[str]:
-    """DATABASE_URL, or an embedded PostgreSQL under NEWSAGG_HOME for the length of the command."""
-    if settings.database_url:
-        yield settings.database_url
-        return
-    from app.runtime.supervisor import embedded_servers, home_lock
-
-    with home_lock(settings.home), embedded_servers(settings.model_copy(update={"redis_url": "unused"})) as embedded:
-        yield embedded.urls["DATABASE_URL"]
-
-
-def _migrate(settings: Settings, revision: str) -> int:
-    from app.db.migrate import upgrade_sync
-
-    with _database(settings) as url:
-        upgrade_sync(url, revision)
-    return 0
-
-
-def _with_database(settings: Settings, work: Callable[[AsyncEngine], Awaitable[int]]) -> int:
-    """Runs `work` on the migrated database (DATABASE_URL, or an embedded one for the length of the command)."""
-    import asyncio
-
-    from app.db.engine import create_engine
-    from app.db.migrate import upgrade_sync
-
-    async def run(url: str) -> int:
-        engine = create_engine(settings.model_copy(update={"database_url": url}))
-        try:
-            return await work(engine)
-        finally:
-            await engine.dispose()
-
-    with _database(settings) as url:
-        upgrade_sync(url)
-        return asyncio.run(run(url))
 
 
 def _opml(settings: Settings, args: argparse.Namespace) -> int:
@@ -255,89 +215,7 @@ def _opml(settings: Settings, args: argparse.Namespace) -> int:
             print(f"  refused {url}: {error.code.value}: {error}", file=sys.stderr)
         return 0
 
-    return _with_database(settings, run)
-
-
-def _users(settings: Settings, args: argparse.Namespace) -> int:
-    from app.db.engine import session_factory
-    from app.users.errors import AccountRejected
-    from app.users.service import register, set_admin
-
-    password = _new_password() if args.users_command == "create-admin" else ""
-
-    async def run(engine: AsyncEngine) -> int:
-        async with session_factory(engine).begin() as session:
-            if args.users_command == "create-admin":
-                try:
-                    await register(session, args.email, password, admin=True)
-                except AccountRejected as error:
-                    print(f"{args.email}: {error}", file=sys.stderr)
-                    return 1
-                found = True
-            else:
-                found = await set_admin(session, args.email, args.users_command == "grant-admin")
-        if not found:
-            print(f"no account with the email {args.email}", file=sys.stderr)
-            return 1
-        print(f"{args.email}: user" if args.users_command == "revoke-admin" else f"{args.email}: administrator")
-        return 0
-
-    return _with_database(settings, run)
-
-
-def _new_password() -> str:
-    """Asked twice on a terminal; otherwise the first line of standard input (scripts, containers)."""
-    import getpass
-
-    if not sys.stdin.isatty():
-        return sys.stdin.readline().rstrip("\n")
-    password = getpass.getpass("password: ")
-    if getpass.getpass("again: ") != password:
-        raise SystemExit("the passwords differ")
-    return password
-
-
-def _first_admin_hint(settings: Settings) -> None:
-    """Logged at start while no account is an administrator (a fresh database): how to make the first one."""
-    import asyncio
-    import logging
-
-    from app.db.engine import create_engine, session_factory
-    from app.users.service import first_admin_hint
-
-    async def hint() -> str | None:
-        engine = create_engine(settings)
-        try:
-            async with session_factory(engine)() as session:
-                return await first_admin_hint(session)
-        finally:
-            await engine.dispose()
-
-    try:
-        found = asyncio.run(hint())
-    except Exception as error:  # the API starts anyway, and says what is wrong with the database itself
-        logging.getLogger(__name__).warning("could not check for an administrator: %s", error)
-        return
-    if found:
-        logging.getLogger(__name__).warning(found)
-
-
-def _documents(settings: Settings, args: argparse.Namespace) -> int:
-    from app.db.engine import session_factory
-    from app.documents import trusted
-
-    async def run(engine: AsyncEngine) -> int:
-        async with session_factory(engine).begin() as session:
-            if args.documents_command == "list":
-                for row in await trusted.registered(session):
-                    print(f"{row.sha256}  {row.name or '-'}  {row.registered_at:%Y-%m-%d %H:%M}")
-                return 0
-            operations = [op for path in args.files for op in trusted.operations_in(path)]
-            for digest, operation in zip(await trusted.register(session, operations), operations, strict=True):
-                print(f"{digest}  {operation.name or '-'}")
-        return 0
-
-    return _with_database(settings, run)
+    return database.with_database(settings, run)
 
 
 def _date(value: str) -> datetime:
@@ -377,54 +255,4 @@ def _reindex(settings: Settings, since: datetime | None) -> int:
         print(f"{sent} articles sent to the Meilisearch index {settings.meili_index!r}")
         return 0
 
-    return _with_database(settings, run)
-
-
-def _eval(args: argparse.Namespace) -> int:
-    import json
-
-    result: dict[str, object]
-    if args.eval_command == "topics":
-        from app.topics.evaluation import evaluate as evaluate_topics
-
-        result = evaluate_topics(args.csv, folds=args.folds, seed=args.seed)
-    elif args.eval_command == "languages":
-        from app.articles.language_eval import evaluate as evaluate_languages
-
-        result = evaluate_languages(args.tsv, args.english)
-    else:
-        result = _eval_clustering(args)
-    print(json.dumps(result))
-    return 0
-
-
-def _eval_clustering(args: argparse.Namespace) -> dict[str, object]:
-    import dataclasses
-
-    from app.stories.clustering import ClusteringPolicy
-    from app.stories.evaluation import cross_validate, evaluate, read_labelled_csv
-
-    policy = ClusteringPolicy()
-    overrides = {"threshold": args.threshold, "min_shared": args.min_shared}
-    policy = dataclasses.replace(policy, **{k: v for k, v in overrides.items() if v is not None})
-    rows = read_labelled_csv(args.csv)
-    if args.folds:
-        return cross_validate(rows, folds=args.folds, order=args.order, seed=args.seed, policy=policy)
-    return evaluate(rows, order=args.order, seed=args.seed, policy=policy)
-
-
-def _train_topics(args: argparse.Namespace) -> int:
-    import collections
-    import time
-
-    from app.topics.classifier import train
-    from app.topics.weak_labels import load_weakly_labelled
-
-    rows = load_weakly_labelled(args.items)
-    print(f"{len(rows)} items labelled by section: {dict(collections.Counter(r[2] for r in rows))}", file=sys.stderr)
-    started = time.perf_counter()
-    model = train(rows, keep=args.keep)
-    model.save(args.out)
-    print(f"trained in {time.perf_counter() - started:.0f} s; {len(model.columns)} hashed words -> {args.out}",
-          file=sys.stderr)  # fmt: skip
-    return 0
+    return database.with_database(settings, run)
