@@ -379,7 +379,8 @@ class Settings(BaseSettings):
     )
     sweep_grace_seconds: float = Field(
         default=30, gt=0, description="An article still without its story this long after it was stored is "
-        "understood and clustered again (its job was lost with a worker, or with Redis).",
+        "understood and clustered again, and a source claimed this long ago whose refresh job is neither queued nor "
+        "running is claimed again (the job was lost with a worker, or with Redis).",
     )  # fmt: skip
 
     # --- observability ------------------------------------------------------------------------------------

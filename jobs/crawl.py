@@ -10,6 +10,7 @@ from typing import Any
 
 from app.ingest.events import ARTICLES_ADDED
 from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
+from app.ingest.refresh_jobs import follow_up_job_id, refresh_job_id
 from app.ingest.scheduler import claim_due_sources
 from app.observability.work import count_push, count_refresh
 from app.outbox.relay import relay_all
@@ -39,11 +40,6 @@ async def crawl_tick(ctx: dict[str, Any]) -> int:
     return len(claimed)
 
 
-def refresh_job_id(source_id: int, claimed_at: datetime) -> str:
-    """One job per claim: enqueued twice for one claim, it runs once."""
-    return f"refresh:{source_id}:{claimed_at.isoformat()}"
-
-
 async def refresh_source_job(
     ctx: dict[str, Any], source_id: int, attempt: int = 1, admitted: bool = False, claimed_at: datetime | None = None
 ) -> dict[str, Any]:
@@ -64,6 +60,7 @@ async def refresh_source_job(
             attempt + 1 if outcome.status == "retry" else attempt,
             outcome.status == "deferred",  # a deferred job already holds its politeness slot
             claimed_at,
+            _job_id=follow_up_job_id(source_id, claimed_at),
             _defer_by=outcome.retry_in_s,
             _queue_name=services.settings.queue_name,
         )

@@ -1,5 +1,5 @@
-"""The sweeper job: every few seconds, workers whose heartbeat stopped are let go and articles whose understanding was
-lost are enqueued again (app/workers/sweep.py)."""
+"""The sweeper job: every few seconds, workers whose heartbeat stopped are let go, claims whose refresh job was lost
+return to pending, and articles whose understanding was lost are enqueued again (app/workers/sweep.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from app.queue_names import UNDERSTAND_ARTICLES
 from app.services import Services
 from app.workers.metrics import ARTICLES_REQUEUED
-from app.workers.sweep import sweep
+from app.workers.sweep import release_jobless_claims, sweep
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +22,7 @@ REQUEUE_PERIOD_S = 120
 async def sweep_job(ctx: dict[str, Any]) -> int:
     services: Services = ctx["services"]
     found = await sweep(services.engine, services.settings)
+    await release_jobless_claims(services.engine, ctx["redis"], services.settings)
     period = int(time.time() // REQUEUE_PERIOD_S)
     requeued = 0
     for id_range, article_ids in sorted(found.batches.items()):

@@ -16,6 +16,7 @@ from sqlalchemy import func, insert, select, update
 
 from app.articles import repository as articles
 from app.articles.models import Article
+from app.ingest.refresh_jobs import JobClaim, claim_of, follow_up_job_id, refresh_job_id
 from app.ingest.scheduler import claim_due_sources
 from app.queue_names import REFRESH_SOURCE
 from app.services import Services
@@ -25,7 +26,6 @@ from app.sources.repository import claim_one
 from app.sources.service import SourceRequest, create_source
 from app.workers.heartbeat import Heartbeat
 from app.workers.models import Worker
-from jobs.crawl import refresh_job_id
 from jobs.sweeper import sweep_job
 from jobs.worker import create_worker
 from tests.feeds import FeedServer, Reply, items, rss
@@ -149,6 +149,50 @@ async def test_a_job_stranded_by_a_dead_worker_does_not_block_its_source(
     assert feed_server.hits["/feed-0.xml"] == 1
     assert (await schedule(services, source_id)).status == ClaimStatus.PENDING
     assert await arq_redis.exists(f"arq:job:{stranded}")  # still there, blocking nothing
+
+
+async def test_a_claim_whose_refresh_job_was_lost_returns_at_the_next_sweep_and_no_other(
+    services: Services, settings: Settings, feed_server: FeedServer, arq_redis: ArqRedis
+) -> None:
+    """Given five claims of a live worker made a minute ago, whose jobs are: lost (Redis restarted empty), queued as
+    the claim's first job, deferred as a follow-up of the claim, a stranded job of an *earlier* claim only, and an
+    administrator's refresh; and a claim made a moment ago with no job yet, when the sweeper runs, then the lost one
+    and the one with only an earlier claim's job return to pending, due at once; the others stay in flight."""
+    lost, first, deferred, earlier, admin, fresh = await add_sources(services, settings, feed_server, 6)
+    await register(services, "worker-alive")
+    minute_ago, now = datetime.now(UTC) - timedelta(minutes=1), datetime.now(UTC)
+    for source_id in (lost, first, deferred, earlier):
+        await hold(services, source_id, "worker-alive", minute_ago)
+    await hold(services, admin, None, minute_ago)
+    await hold(services, fresh, "worker-alive", now)
+    jobs = {
+        first: refresh_job_id(first, minute_ago),
+        deferred: follow_up_job_id(deferred, minute_ago),
+        earlier: refresh_job_id(earlier, minute_ago - timedelta(minutes=20)),
+        admin: follow_up_job_id(admin, None),
+    }
+    for source_id, job_id in jobs.items():
+        await arq_redis.enqueue_job(REFRESH_SOURCE, source_id, _job_id=job_id, _defer_by=timedelta(minutes=5),
+                                    _queue_name=settings.queue_name)  # fmt: skip
+    before = metric("newsagg_claims_released_total", reason="job_lost")
+    await sweep_job({"services": services, "redis": arq_redis})
+    statuses = {s: (await schedule(services, s)).status for s in (lost, first, deferred, earlier, admin, fresh)}
+    pending, in_flight = ClaimStatus.PENDING, ClaimStatus.IN_FLIGHT
+    assert statuses == {lost: pending, first: in_flight, deferred: in_flight, earlier: pending, admin: in_flight,
+                        fresh: in_flight}  # fmt: skip
+    assert metric("newsagg_claims_released_total", reason="job_lost") == before + 2
+    async with services.db.begin() as session:
+        assert sorted(await claim_due_sources(session, settings, claimed_by="worker-alive")) == [lost, earlier]
+
+
+def test_refresh_job_ids_name_their_claim_and_nothing_else_parses() -> None:
+    at = datetime(2026, 11, 25, 17, 30, 1, 123456, tzinfo=UTC)
+    assert claim_of(refresh_job_id(7, at)) == JobClaim(7, at)
+    assert claim_of(follow_up_job_id(7, at)) == JobClaim(7, at)
+    assert claim_of(follow_up_job_id(7, None)) == JobClaim(7, None)
+    assert follow_up_job_id(7, at) != follow_up_job_id(7, at)
+    for other in ("understand:sweep:1:2", "refresh:x:2026-11-25", "refresh:7:", "refresh:7:not-a-date", "refresh:"):
+        assert claim_of(other) is None
 
 
 async def stored(services: Services, n: int, *, ago: timedelta, prefix: str) -> list[int]:

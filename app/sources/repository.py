@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, delete, exists, func, insert, select, update
+from sqlalchemy import case, delete, exists, func, insert, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -146,6 +146,32 @@ async def release_abandoned_claims(
     )
     reasons = list(released)
     return ReleasedClaims(worker_gone=reasons.count(False), stale=reasons.count(True))
+
+
+async def in_flight_claims(db: Executor, *, claimed_before: datetime) -> list[tuple[int, datetime]]:
+    """(source id, claim time) of every claim in flight since before `claimed_before`."""
+    rows = await db.execute(
+        select(CrawlSchedule.source_id, CrawlSchedule.last_triggered_at).where(
+            CrawlSchedule.status == ClaimStatus.IN_FLIGHT, CrawlSchedule.last_triggered_at < claimed_before
+        )
+    )
+    return [(row.source_id, row.last_triggered_at) for row in rows]
+
+
+async def release_claims(db: Executor, claims: Sequence[tuple[int, datetime]], *, now: datetime) -> int:
+    """These claims (each still the one made at its time) return to pending, due at once."""
+    if not claims:
+        return 0
+    released = await db.scalars(
+        update(CrawlSchedule)
+        .where(
+            CrawlSchedule.status == ClaimStatus.IN_FLIGHT,
+            tuple_(CrawlSchedule.source_id, CrawlSchedule.last_triggered_at).in_(list(claims)),
+        )
+        .values(status=ClaimStatus.PENDING, next_crawl_at=now, claimed_by=None)
+        .returning(CrawlSchedule.source_id)
+    )
+    return len(list(released))
 
 
 async def adopt_claim(db: Executor, source_id: int, *, worker_id: str, claimed_at: datetime | None) -> bool:

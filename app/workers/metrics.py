@@ -8,8 +8,9 @@ from prometheus_client import Counter
 WORKERS_GONE = Counter("newsagg_workers_gone", "Workers whose heartbeat stopped (let go by the sweeper).")
 CLAIMS_RELEASED = Counter(
     "newsagg_claims_released",
-    "In-flight source claims returned to pending, by why: worker_gone (its worker stopped beating) or stale "
-    "(older than the in-flight timeout).",
+    "In-flight source claims returned to pending, by why: worker_gone (its worker stopped beating), job_lost (no "
+    "job of the claim is queued or running: Redis lost it, or it was never enqueued) or stale (older than the "
+    "in-flight timeout).",
     ["reason"],
 )
 ARTICLES_REQUEUED = Counter(

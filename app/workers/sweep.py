@@ -1,4 +1,5 @@
 """The sweep of stranded work: workers whose heartbeat stopped are let go (the crawl tick then returns their claims),
+claims whose refresh job is neither queued nor running (Redis lost it, or it was never enqueued) return to pending,
 and articles stored but never understood or placed in a story (their job died with its worker, or Redis lost it) are
 found, in batches for their jobs to be enqueued again. Understanding and clustering skip what is already done, so an
 article enqueued twice costs a lookup, never a second story."""
@@ -8,14 +9,17 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
+from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.articles import repository as articles
+from app.ingest.refresh_jobs import PREFIX, JobClaim, claim_of
 from app.settings import Settings
+from app.sources import repository as sources
 from app.workers import repository as workers
-from app.workers.metrics import WORKERS_GONE
+from app.workers.metrics import CLAIMS_RELEASED, WORKERS_GONE
 
 log = logging.getLogger(__name__)
 
@@ -42,3 +46,35 @@ async def sweep(db: AsyncEngine, settings: Settings) -> Sweep:
     for article_id in ids:
         batches[article_id // BATCH].append(article_id)
     return Sweep([w.id for w in gone], dict(batches))
+
+
+async def release_jobless_claims(db: AsyncEngine, redis: Redis, settings: Settings) -> int:
+    """Claims in flight for longer than the grace whose refresh job is not in the queue return to pending, due at once:
+    the next tick claims them again. (arq keeps a job in its queue from enqueueing until it ends, and a job's retry or
+    deferral is enqueued before it ends, so a claim with no job there has none anywhere.)"""
+    now = datetime.now(UTC)
+    queued = await queued_claims(redis, settings.queue_name)
+    async with db.begin() as connection:
+        held = await sources.in_flight_claims(
+            connection, claimed_before=now - timedelta(seconds=settings.sweep_grace_seconds)
+        )
+        lost = [(source_id, at) for source_id, at in held if not _has_job(source_id, at, queued)]
+        released = await sources.release_claims(connection, lost, now=now)
+    if released:
+        log.warning("%d in-flight claims had no refresh job queued or running: they return to pending", released)
+    CLAIMS_RELEASED.labels("job_lost").inc(released)
+    return released
+
+
+async def queued_claims(redis: Redis, queue_name: str) -> set[JobClaim]:
+    """The claims of every refresh job in the queue (waiting, deferred or running)."""
+    found = set()
+    async for member, _score in redis.zscan_iter(queue_name, match=f"{PREFIX}*", count=1000):
+        claim = claim_of(member.decode() if isinstance(member, bytes) else member)
+        if claim is not None:
+            found.add(claim)
+    return found
+
+
+def _has_job(source_id: int, claimed_at: datetime, queued: set[JobClaim]) -> bool:
+    return JobClaim(source_id, claimed_at) in queued or JobClaim(source_id, None) in queued

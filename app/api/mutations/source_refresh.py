@@ -10,6 +10,7 @@ from app.api.context import Info
 from app.api.mutations.source_create import SourceErrorCodeEnum
 from app.api.relay import id_of
 from app.api.types.source import SourceNode
+from app.ingest.refresh_jobs import follow_up_job_id
 from app.queue_names import REFRESH_SOURCE
 from app.sources.errors import SourceRejected
 from app.sources.service import request_refresh
@@ -41,5 +42,5 @@ async def source_refresh(info: Info, id: relay.GlobalID) -> SourceRefreshPayload
         problem = SourceRefreshError(code=error.code, message=str(error), retry_after_seconds=error.retry_after_s)
         return SourceRefreshPayload(source=None, queued=False, errors=[problem])
     if queued:  # after the claim has committed
-        await info.context.queue.enqueue(REFRESH_SOURCE, source.id)
+        await info.context.queue.enqueue(REFRESH_SOURCE, source.id, _job_id=follow_up_job_id(source.id, None))
     return SourceRefreshPayload(source=SourceNode.from_model(source), queued=queued, errors=[])
