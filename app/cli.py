@@ -39,6 +39,11 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                     help="replay the feed files under DIR (or a tar archive of them) from a loopback HTTP server and "
                     "register them as sources "
                     "(works offline; allows loopback sources for this run)")  # fmt: skip
+    up.add_argument("--api", type=int, default=settings.api_processes, metavar="N", dest="apis",
+                    help="API processes; more than one run behind HAProxy on --host/--port when it is installed "
+                    f"(default {settings.api_processes}, NEWSAGG_API_PROCESSES)")  # fmt: skip
+    up.add_argument("--workers", type=int, default=settings.worker_processes, metavar="M",
+                    help=f"arq workers (default {settings.worker_processes}, NEWSAGG_WORKER_PROCESSES)")  # fmt: skip
     up.add_argument("--speed", type=float, default=settings.demo_speed, metavar="X",
                     help="with --demo: replay X times faster than the news happened "
                     f"(default {settings.demo_speed:g}, NEWSAGG_DEMO_SPEED)")  # fmt: skip
@@ -147,8 +152,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         from app.runtime.supervisor import UpOptions, run_up
 
         logged = {"NEWSAGG_LOG_LEVEL": args.log_level, "NEWSAGG_LOG_FORMAT": args.log_format}  # to its processes
+        if args.apis < 1 or args.workers < 1:
+            print("--api and --workers take a number of processes, 1 or more", file=sys.stderr)
+            return 2
         return run_up(settings, UpOptions(host=args.host, port=args.port, demo=args.demo, speed=args.speed,
-                                        environment=logged))  # fmt: skip
+                                        apis=args.apis, workers=args.workers, environment=logged))  # fmt: skip
     if args.command == "api":
         import uvicorn
 

@@ -259,6 +259,13 @@ class Settings(BaseSettings):
     )
 
     # --- supervision (`newsagg up`) -------------------------------------------------------------------------
+    api_processes: int = Field(
+        default=1,
+        ge=1,
+        description="API processes `newsagg up` runs (`--api`); more than one run on loopback ports behind HAProxy "
+        "on the API's host and port, or one alone when no haproxy is installed.",
+    )
+    worker_processes: int = Field(default=1, ge=1, description="arq workers `newsagg up` runs (`--workers`).")
     stop_grace_seconds: float = Field(
         default=20,
         description="`newsagg up` waits this long after SIGTERM for a child before it sends SIGKILL.",
