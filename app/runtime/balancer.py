@@ -93,4 +93,9 @@ def _backend(backends: Backends) -> list[str]:
 def compose_config() -> str:
     """The configuration of docker-compose.yml's balancer service (deploy/haproxy.cfg): up to 8 replicas of the
     `api` service, found through Docker's embedded DNS."""
-    return haproxy_config("*:8000", Backends(dns_name="api:8000", replicas=8, resolver="127.0.0.11:53"))
+    written = "# docker-compose.yml's balancer; rewrite with: python -m app.runtime.balancer > deploy/haproxy.cfg\n"
+    return written + haproxy_config("*:8000", Backends(dns_name="api:8000", replicas=8, resolver="127.0.0.11:53"))
+
+
+if __name__ == "__main__":
+    print(compose_config(), end="")
