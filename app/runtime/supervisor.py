@@ -26,11 +26,11 @@ from app.db.migrate import upgrade_sync
 from app.runtime.children import Child, Policy, Restarted, stop_all, supervise
 from app.runtime.demo import DemoFeedServer, unpacked
 from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
+from app.runtime.first_start import first_start
 from app.runtime.fleet import Fleet
 from app.runtime.fleet import children as fleet_children
 from app.runtime.processes import port_is_free
 from app.settings import Settings
-from app.sources.portability import load_default_sources
 from app.sources.service import SourceRequest, create_source
 
 log = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ def run_up(settings: Settings, options: UpOptions) -> int:
             demo_floor = {"allow_loopback_sources": True, "crawl_interval_floor_seconds": DEMO_INTERVAL_MINUTES[0] * 60}
             asyncio.run(_register_demo_sources(effective.model_copy(update=demo_floor), demo))
         else:
-            asyncio.run(_with_session(effective, load_default_sources))
+            asyncio.run(_with_session(effective, first_start))
         fleet = Fleet(options.host, options.port, options.apis, options.workers)
         children = fleet_children(fleet, env, settings.home, settings.rate_limit_trusted_proxies)
         policy = Policy.from_settings(settings)
