@@ -26,10 +26,12 @@ def haproxy_binary() -> str | None:
     return shutil.which("haproxy")
 
 
-def haproxy_config(bind: str, backends: Backends) -> str:
+def haproxy_config(bind: str, backends: Backends, *, public_metrics: bool = True) -> str:
     """HTTP and WebSocket (graphql-transport-ws) balanced round robin; a process is taken out when /healthz goes
-    unanswered and a request it refused is sent to another; X-Forwarded-For names the client."""
-    return HEADER + "\n".join([*_global_and_defaults(), *_resolvers(backends), *_frontend(bind), *_backend(backends)])
+    unanswered and a request it refused is sent to another; X-Forwarded-For names the client. Without
+    `public_metrics`, /metrics is answered 404 at the balancer (scrape the API processes on their own network)."""
+    front = _frontend(bind, public_metrics)
+    return HEADER + "\n".join([*_global_and_defaults(), *_resolvers(backends), *front, *_backend(backends)])
 
 
 def _global_and_defaults() -> list[str]:
@@ -63,14 +65,10 @@ def _resolvers(backends: Backends) -> list[str]:
     return ["resolvers dns", f"    nameserver dns {backends.resolver}", "    hold valid 5s", ""]
 
 
-def _frontend(bind: str) -> list[str]:
-    return [
-        "frontend api",
-        f"    bind {bind}",
-        "    http-request disable-l7-retry if METH_POST",
-        "    default_backend api",
-        "",
-    ]
+def _frontend(bind: str, public_metrics: bool) -> list[str]:
+    hidden = [] if public_metrics else ["    http-request deny deny_status 404 if { path /metrics }"]
+    return ["frontend api", f"    bind {bind}", *hidden, "    http-request disable-l7-retry if METH_POST",
+            "    default_backend api", ""]  # fmt: skip
 
 
 def _backend(backends: Backends) -> list[str]:
@@ -94,7 +92,8 @@ def compose_config() -> str:
     """The configuration of docker-compose.yml's balancer service (deploy/haproxy.cfg): up to 8 replicas of the
     `api` service, found through Docker's embedded DNS."""
     written = "# docker-compose.yml's balancer; rewrite with: python -m app.runtime.balancer > deploy/haproxy.cfg\n"
-    return written + haproxy_config("*:8000", Backends(dns_name="api:8000", replicas=8, resolver="127.0.0.11:53"))
+    replicas = Backends(dns_name="api:8000", replicas=8, resolver="127.0.0.11:53")
+    return written + haproxy_config("*:8000", replicas, public_metrics=False)
 
 
 if __name__ == "__main__":
