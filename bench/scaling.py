@@ -1,14 +1,16 @@
 """Feed queries/s with 1, 2 and 4 API processes: `newsagg up --api N` on one seeded database, ratios against one.
 
 bench.feed's corpus (`--stories` stories of ~10 articles over 300 sources, `--users` readers with interests,
-follows, mutes and history) in a scratch database; for each N, `newsagg up --api N --workers 1` on it (N > 1: the
-processes behind HAProxy, as operators run them; N = 1: the API alone on the port, no balancer) and `--connections`
+follows, mutes and history) in a PostgreSQL of its own (embedded); for each N, `newsagg up --api N --workers 1` on
+it (N > 1: the processes behind HAProxy, as operators run them; N = 1: the API alone on the port) and `--connections`
 keep-alive connections, each a signed-in reader asking for their first feed page (cached after the first) for
-`--seconds`. Then one API process behind HAProxy all the same (up's configuration): what the balancer's hop costs
-alone. One API process is measured again at the end: the baseline is the mean of both runs, and `drift` says how
-much the machine's other load moved it meanwhile. The load client runs in this process, on the same cores.
+`--seconds` in all, plus one API process behind HAProxy all the same (up's configuration): what the balancer's hop
+costs alone. Every setup runs at once (idle but for the one loaded), and `--rounds` rounds go through them in turn,
+so the machine's other load falls on all alike; the figures are each setup's median round, the ratios against one
+API process. The load client runs in this process, on the same cores.
 
-    python -m bench.scaling [--stories 2000] [--users 200] [--connections 32] [--seconds 10] [--apis 1 2 4]
+    python -m bench.scaling [--stories 2000] [--users 200] [--connections 32] [--seconds 20] [--rounds 5]
+                            [--apis 1 2 4]
 
 The last line is one JSON object of the figures.
 """
@@ -17,14 +19,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +37,17 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db import migrate
+from app.db.scratch import scratch_database
 from app.runtime.balancer import Backends, haproxy_binary, haproxy_config
+from app.runtime.embedded import EmbeddedPostgres
 from app.runtime.processes import free_port
 from bench.feed import FEED_QUERY, REDIS_URL, ROOT, Client, load, populate, request
-from bench.ingest import scratch_database
 
 
 def start(database_url: str, apis: int, port: int, home: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": REDIS_URL, "NEWSAGG_HOME": str(home),
-           "NEWSAGG_GRAPHIQL": "false", "NEWSAGG_RATE_LIMIT_POINTS": str(10**9)}  # fmt: skip
+           "NEWSAGG_GRAPHIQL": "false", "NEWSAGG_RATE_LIMIT_POINTS": str(10**9),
+           "NEWSAGG_DATABASE_POOL_SIZE": "5"}  # fmt: skip
     command = [sys.executable, "-m", "app", "--log-level", "WARNING", "up", "--api", str(apis), "--workers", "1",
                "--port", str(port)]  # fmt: skip
     return subprocess.Popen(command, env=env, cwd=ROOT, stdin=subprocess.DEVNULL)
@@ -75,10 +82,11 @@ def balancer_in_front(api_port: int, home: Path) -> tuple[subprocess.Popen[bytes
     return subprocess.Popen([binary, "-db", "-f", str(config)], stdin=subprocess.DEVNULL), port
 
 
-async def feed_rate(url: str, apis: int, tokens: list[str], args: argparse.Namespace, *, hop: bool = False) -> float:
-    """Cached feed requests/s with `apis` API processes (`hop`: one, behind HAProxy all the same)."""
-    port = free_port()
+@contextlib.asynccontextmanager
+async def tree(url: str, apis: int, *, hop: bool = False) -> AsyncIterator[int]:
+    """`newsagg up --api N` serving (`hop`: one API process behind HAProxy all the same); yields the port to load."""
     with tempfile.TemporaryDirectory() as home:
+        port = free_port()
         processes = [start(url, apis, port, Path(home))]
         try:
             await until_serving(port, processes[0], apis)
@@ -86,39 +94,69 @@ async def feed_rate(url: str, apis: int, tokens: list[str], args: argparse.Names
                 balancer, port = balancer_in_front(port, Path(home))
                 processes.insert(0, balancer)
                 await until_serving(port, processes[1], apis)
-            feeds = [request(port, FEED_QUERY, token, {"first": 20}) for token in tokens]
-            await load(port, feeds, 2)  # each reader's feed ranked and cached, every process warm
-            _, rate = await load(port, feeds, args.seconds)
+            yield port
         finally:
             for process in processes:
                 process.send_signal(signal.SIGTERM)
                 process.wait(60)
-    print(f"{apis} API process(es){' behind HAProxy' if hop else ''}: {rate:.1f} feed queries/s", file=sys.stderr,
-          flush=True)  # fmt: skip
-    return rate
 
 
-async def main(args: argparse.Namespace) -> dict[str, Any]:
+def label(apis: int, hop: bool) -> str:
+    return f"api_{apis}_behind_haproxy" if hop else f"api_{apis}"
+
+
+async def measure(url: str, tokens: list[str], args: argparse.Namespace) -> dict[str, list[float]]:
+    """Every setup serving at once, idle but for the one loaded: rounds go through them in turn, so the machine's
+    other load falls on all alike."""
+    setups = [(n, False) for n in args.apis] + [(args.apis[0], True)]
+    rates: dict[str, list[float]] = {label(*setup): [] for setup in setups}
+    async with contextlib.AsyncExitStack() as stack:
+        ports = {label(n, hop): await stack.enter_async_context(tree(url, n, hop=hop)) for n, hop in setups}
+        feeds = {name: [request(port, FEED_QUERY, t, {"first": 20}) for t in tokens] for name, port in ports.items()}
+        for name, port in ports.items():
+            await load(port, feeds[name], 2)  # each reader's feed ranked and cached, every process warm
+        for _ in range(args.rounds):
+            for name, port in ports.items():
+                rates[name].append((await load(port, feeds[name], args.seconds / args.rounds))[1])
+    return rates
+
+
+@contextlib.contextmanager
+def own_postgres() -> Iterator[str]:
+    """A PostgreSQL of the bench's own (embedded, 200 connections): every setup's pools at once would take a shared
+    server's whole `max_connections` from its other users."""
+    with tempfile.TemporaryDirectory() as folder:
+        server = EmbeddedPostgres(Path(folder) / "postgres")
+        server.start()
+        try:
+            yield server.url()
+        finally:
+            server.stop()
+
+
+async def main(args: argparse.Namespace, admin_url: str) -> dict[str, Any]:
     redis = Redis.from_url(REDIS_URL)
     await redis.flushdb()
-    async with scratch_database() as url:
+    async with scratch_database(admin_url, "newsagg_bench") as url:
         engine = create_async_engine(url)
         await migrate.upgrade(engine)
         async with engine.begin() as connection:
             tokens = await populate(connection, args.stories, args.users, random.Random(7))
         await engine.dispose()
         started = time.perf_counter()
-        rates = {n: await feed_rate(url, n, tokens[: args.connections], args) for n in args.apis}
-        hop = await feed_rate(url, 1, tokens[: args.connections], args, hop=True)
-        again = await feed_rate(url, args.apis[0], tokens[: args.connections], args)
+        rates = await measure(url, tokens[: args.connections], args)
     await redis.flushdb()
     await redis.aclose()
-    baseline = (rates[args.apis[0]] + again) / 2
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    baseline = medians[label(args.apis[0], False)]
+    for name, values in rates.items():
+        print(f"{name}: {' '.join(f'{v:.0f}' for v in values)} feed queries/s", file=sys.stderr)
     return {"cores": os.cpu_count(), "stories": args.stories, "connections": args.connections,
-            "seconds": args.seconds, **{f"api_{n}_rps": round(rate, 1) for n, rate in rates.items()},
-            **{f"ratio_{n}_to_{args.apis[0]}": round(rate / baseline, 3) for n, rate in rates.items()},
-            "api_1_behind_haproxy_rps": round(hop, 1), "ratio_haproxy_hop": round(hop / baseline, 3),
-            "drift": round(again / rates[args.apis[0]], 3), "wall_s": round(time.perf_counter() - started)}  # fmt: skip
+            "seconds_each": args.seconds, "rounds": args.rounds,
+            **{f"{name}_rps": round(rate, 1) for name, rate in medians.items()},
+            **{f"ratio_{name}_to_{label(args.apis[0], False)}": round(rate / baseline, 3)
+               for name, rate in medians.items()},
+            "wall_s": round(time.perf_counter() - started)}  # fmt: skip
 
 
 if __name__ == "__main__":
@@ -126,7 +164,9 @@ if __name__ == "__main__":
     parser.add_argument("--stories", type=int, default=2000)
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--seconds", type=float, default=20, help="load per setup, over all rounds")
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--apis", type=int, nargs="+", default=[1, 2, 4], help="API process counts; the first is the "
                         "baseline")  # fmt: skip
-    print(json.dumps(asyncio.run(main(parser.parse_args()))))
+    with own_postgres() as admin:
+        print(json.dumps(asyncio.run(main(parser.parse_args(), admin))))

@@ -1,7 +1,8 @@
 """`newsagg up`: one process tree for the whole system, stopped in order by Ctrl-C or SIGTERM.
 
 Order of start: home lock → embedded PostgreSQL and Redis (only for URLs not configured) → migrations → demo feed
-server and its sources (demo mode) → API and worker processes. Stop runs the same list backwards.
+server and its sources (demo mode), else the first start (app/runtime/first_start.py) → API processes (several behind
+HAProxy: app/runtime/fleet.py) and workers. Stop runs the same list backwards.
 """
 
 from __future__ import annotations
@@ -196,7 +197,9 @@ async def _register_demo_sources(settings: Settings, demo: DemoFeedServer) -> No
 
 def _write_pids(home: Path, children: dict[str, subprocess.Popen[bytes]]) -> None:
     pids = {"supervisor": os.getpid(), **{name: child.pid for name, child in children.items()}}
-    (home / "processes.json").write_text(json.dumps(pids))
+    written = home / "processes.json.new"
+    written.write_text(json.dumps(pids))
+    written.replace(home / "processes.json")  # whole: a reader never sees half a file while a child restarts
 
 
 def _write_children(home: Path, children: list[Child]) -> None:
