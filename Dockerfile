@@ -1,16 +1,19 @@
-# Production image: one image, two roles (API and worker); PostgreSQL, Redis and Meilisearch are separate services.
-# Not built on the development machines (no Docker engine there); see docker-compose.yml.
+# Production image: one image, two roles (API and worker; docker-compose.yml runs both and the first-start job),
+# installed from requirements.lock, the same pins CI installs (scripts/lock refreshes them).
+# Not built on the development machines (no Docker engine there); see docker-compose.yml and docs/operations.md.
 FROM python:3.11-slim
 
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
-RUN useradd --system --create-home newsagg
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 NEWSAGG_HOME=/var/lib/newsagg
+RUN useradd --system --create-home newsagg && install -d -o newsagg -g newsagg /var/lib/newsagg
 WORKDIR /srv/newsagg
-COPY pyproject.toml README.md alembic.ini schema.graphql ./
+COPY requirements.lock pyproject.toml README.md alembic.ini schema.graphql ./
 COPY app ./app
 COPY jobs ./jobs
 COPY migrations ./migrations
 COPY graphql ./graphql
-RUN pip install -e .
+# editable: migrations are found beside the package (app/db/migrate.py)
+RUN pip install -c requirements.lock -e .
 USER newsagg
 EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=6s --start-period=30s CMD ["newsagg", "health", "api"]
 CMD ["newsagg", "api", "--host", "0.0.0.0", "--port", "8000"]

@@ -1,4 +1,5 @@
-"""The `newsagg` command: up, api, worker, migrate, opml, users, documents, reindex, eval, topics, schema, settings."""
+"""The `newsagg` command: up, api, worker, migrate, opml, users, documents, reindex, eval, topics, health, schema,
+settings."""
 
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                     help="replay the feed files under DIR (or a tar archive of them) from a loopback HTTP server and "
                     "register them as sources "
                     "(works offline; allows loopback sources for this run)")  # fmt: skip
+    up.add_argument("--api", type=int, default=settings.api_processes, metavar="N", dest="apis",
+                    help="API processes; more than one run behind HAProxy on --host/--port when it is installed "
+                    f"(default {settings.api_processes}, NEWSAGG_API_PROCESSES)")  # fmt: skip
+    up.add_argument("--workers", type=int, default=settings.worker_processes, metavar="M",
+                    help=f"arq workers (default {settings.worker_processes}, NEWSAGG_WORKER_PROCESSES)")  # fmt: skip
     up.add_argument("--speed", type=float, default=settings.demo_speed, metavar="X",
                     help="with --demo: replay X times faster than the news happened "
                     f"(default {settings.demo_speed:g}, NEWSAGG_DEMO_SPEED)")  # fmt: skip
@@ -55,6 +61,10 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     migrate = commands.add_parser("migrate", help="apply database migrations (embedded PostgreSQL if no URL)",
                                   description="Upgrade the database to the latest schema revision.")  # fmt: skip
     migrate.add_argument("--revision", default="head", help="target revision (default head)")
+    migrate.add_argument("--first-start", action="store_true",
+                         help="migrate to head, then do what `newsagg up` does on start: the default sources "
+                         "on a database without any, the administrator NEWSAGG_ADMIN_EMAIL "
+                         "if no account has it")  # fmt: skip
 
     opml = commands.add_parser("opml", help="import or export sources as OPML (embedded PostgreSQL if no URL)")
     opml_commands = opml.add_subparsers(dest="opml_command", required=True, metavar="ACTION")
@@ -115,6 +125,9 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     train.add_argument("--out", type=Path, required=True, help="where to write the model (.npz)")
     train.add_argument("--keep", type=int, default=10_000, help="hashed words kept (default 10000)")
 
+    health = commands.add_parser("health", help="a container healthcheck: exit 0 when this host's API answers "
+                                 "/healthz (NEWSAGG_API_PORT), or a worker's heartbeat is fresh")  # fmt: skip
+    health.add_argument("what", choices=["api", "worker"])
     commands.add_parser("schema", help="print the GraphQL schema (SDL), as committed in schema.graphql")
     commands.add_parser("settings", help="print every setting, its environment variable and default (Markdown)")
     return parser
@@ -139,7 +152,13 @@ def main(argv: list[str] | None = None) -> None:
         from app.observability.multiprocess import share_folder
 
         share_folder(settings.metrics_folder)  # before anything imports prometheus_client
-    sys.exit(_run(args, settings) or 0)
+    from app.runtime.first_start import FirstStartFailed  # after share_folder: it imports metrics
+
+    try:
+        sys.exit(_run(args, settings) or 0)
+    except FirstStartFailed as error:
+        print(f"newsagg {args.command}: {error}", file=sys.stderr)
+        sys.exit(1)
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int | None:
@@ -147,8 +166,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         from app.runtime.supervisor import UpOptions, run_up
 
         logged = {"NEWSAGG_LOG_LEVEL": args.log_level, "NEWSAGG_LOG_FORMAT": args.log_format}  # to its processes
+        if args.apis < 1 or args.workers < 1:
+            print("--api and --workers take a number of processes, 1 or more", file=sys.stderr)
+            return 2
         return run_up(settings, UpOptions(host=args.host, port=args.port, demo=args.demo, speed=args.speed,
-                                        environment=logged))  # fmt: skip
+                                        apis=args.apis, workers=args.workers, environment=logged))  # fmt: skip
     if args.command == "api":
         import uvicorn
 
@@ -173,7 +195,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         create_worker(settings).run()
         return None
     if args.command == "migrate":
-        return database.migrate(settings, args.revision)
+        return database.migrate(settings, args.revision, first_start=args.first_start)
     if args.command == "opml":
         return _opml(settings, args)
     if args.command == "users":
@@ -186,6 +208,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return evaluation.evaluate(args)
     if args.command == "topics":
         return evaluation.train_topics(args)
+    if args.command == "health":
+        from app.commands.health import health
+
+        return health(settings, args.what)
     if args.command == "schema":
         from app.api.schema import build_schema
 

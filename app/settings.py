@@ -259,6 +259,13 @@ class Settings(BaseSettings):
     )
 
     # --- supervision (`newsagg up`) -------------------------------------------------------------------------
+    api_processes: int = Field(
+        default=1,
+        ge=1,
+        description="API processes `newsagg up` runs (`--api`); more than one run on loopback ports behind HAProxy "
+        "on the API's host and port, or one alone when no haproxy is installed.",
+    )
+    worker_processes: int = Field(default=1, ge=1, description="arq workers `newsagg up` runs (`--workers`).")
     stop_grace_seconds: float = Field(
         default=20,
         description="`newsagg up` waits this long after SIGTERM for a child before it sends SIGKILL.",
@@ -315,7 +322,18 @@ class Settings(BaseSettings):
     # --- WebSub (push) ------------------------------------------------------------------------------------
     public_url: str | None = Field(
         default=None,
-        description="Base URL at which WebSub hubs reach this API (e.g. https://news.example.com); unset = no push.",
+        description="Public base URL of the API (e.g. https://news.example.com): where WebSub hubs reach it; "
+        "unset = no push.",
+    )
+    admin_email: str | None = Field(
+        default=None,
+        description="An administrator created at start (`newsagg up`, `newsagg migrate --first-start`) when no "
+        "account has this email, with the password in `admin_password_file`; an existing account is left as it is "
+        "(grant it with `newsagg users grant-admin`).",
+    )
+    admin_password_file: Path | None = Field(
+        default=None,
+        description="File holding the password of `admin_email` (e.g. a Docker secret, /run/secrets/admin_password).",
     )
     websub_lease_seconds: int = Field(default=10 * 86400, description="Subscription lease asked of hubs.")
     websub_renew_before_hours: float = Field(default=24, description="Renew a lease this long before it ends.")

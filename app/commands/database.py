@@ -24,28 +24,45 @@ def database(settings: Settings) -> Iterator[str]:
         yield embedded.urls["DATABASE_URL"]
 
 
-def migrate(settings: Settings, revision: str) -> int:
+def migrate(settings: Settings, revision: str, *, first_start: bool = False) -> int:
     from app.db.migrate import upgrade_sync
 
+    if first_start:
+        return with_database(settings, lambda engine: _first_start(engine, settings))  # migrates to head first
     with database(settings) as url:
         upgrade_sync(url, revision)
     return 0
 
 
+async def _first_start(engine: AsyncEngine, settings: Settings) -> int:
+    from app.db.engine import session_factory
+    from app.runtime.first_start import first_start
+
+    async with session_factory(engine).begin() as session:
+        await first_start(session, settings)
+    return 0
+
+
 def with_database(settings: Settings, work: Callable[[AsyncEngine], Awaitable[int]]) -> int:
     """Runs `work` on the migrated database (DATABASE_URL, or an embedded one for the length of the command)."""
+    from app.db.migrate import upgrade_sync
+
+    with database(settings) as url:
+        upgrade_sync(url)
+        return with_engine(settings.model_copy(update={"database_url": url}), work)
+
+
+def with_engine(settings: Settings, work: Callable[[AsyncEngine], Awaitable[int]]) -> int:
+    """Runs `work` on DATABASE_URL as it is: no migration, no embedded server."""
     import asyncio
 
     from app.db.engine import create_engine
-    from app.db.migrate import upgrade_sync
 
-    async def run(url: str) -> int:
-        engine = create_engine(settings.model_copy(update={"database_url": url}))
+    async def run() -> int:
+        engine = create_engine(settings)
         try:
             return await work(engine)
         finally:
             await engine.dispose()
 
-    with database(settings) as url:
-        upgrade_sync(url)
-        return asyncio.run(run(url))
+    return asyncio.run(run())

@@ -1,7 +1,8 @@
 """`newsagg up`: one process tree for the whole system, stopped in order by Ctrl-C or SIGTERM.
 
 Order of start: home lock → embedded PostgreSQL and Redis (only for URLs not configured) → migrations → demo feed
-server and its sources (demo mode) → API and worker processes. Stop runs the same list backwards.
+server and its sources (demo mode), else the first start (app/runtime/first_start.py) → API processes (several behind
+HAProxy: app/runtime/fleet.py) and workers. Stop runs the same list backwards.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +27,11 @@ from app.db.migrate import upgrade_sync
 from app.runtime.children import Child, Policy, Restarted, stop_all, supervise
 from app.runtime.demo import DemoFeedServer, unpacked
 from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
+from app.runtime.first_start import first_start
+from app.runtime.fleet import Fleet
+from app.runtime.fleet import children as fleet_children
 from app.runtime.processes import port_is_free
 from app.settings import Settings
-from app.sources.portability import load_default_sources
 from app.sources.service import SourceRequest, create_source
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,8 @@ class UpOptions:
     port: int
     demo: Path | None = None
     speed: float = 1.0  # of the demo's replay
+    apis: int = 1  # API processes: more than one run behind HAProxy on host:port
+    workers: int = 1
     environment: dict[str, str] = field(default_factory=dict)  # for the API and worker processes (log settings)
 
 
@@ -123,8 +127,10 @@ def run_up(settings: Settings, options: UpOptions) -> int:
     stop = _Stop()
     with home_lock(settings.home), embedded_servers(settings) as embedded, contextlib.ExitStack() as stack:
         env = {**os.environ, **embedded.urls, "NEWSAGG_HOME": str(settings.home), **options.environment}
-        effective = settings.model_copy(update={"database_url": env.get("DATABASE_URL") or settings.database_url,
-                                                "redis_url": env.get("REDIS_URL") or settings.redis_url})  # fmt: skip
+        # the configured URLs as settings read them (postgresql:// becomes asyncpg's), else the embedded servers'
+        urls = {"database_url": settings.database_url or embedded.urls.get("DATABASE_URL"),
+                "redis_url": settings.redis_url or embedded.urls.get("REDIS_URL")}  # fmt: skip
+        effective = settings.model_copy(update=urls)
         assert effective.database_url is not None
         upgrade_sync(effective.database_url)
         if options.demo is not None:
@@ -139,8 +145,9 @@ def run_up(settings: Settings, options: UpOptions) -> int:
             demo_floor = {"allow_loopback_sources": True, "crawl_interval_floor_seconds": DEMO_INTERVAL_MINUTES[0] * 60}
             asyncio.run(_register_demo_sources(effective.model_copy(update=demo_floor), demo))
         else:
-            asyncio.run(_with_session(effective, load_default_sources))
-        children = _children(env, options)
+            asyncio.run(_with_session(effective, first_start))
+        fleet = Fleet(options.host, options.port, options.apis, options.workers)
+        children = fleet_children(fleet, env, settings.home, settings.rate_limit_trusted_proxies)
         policy = Policy.from_settings(settings)
         stack.callback(stop_all, children, policy.grace_s)
         for child in children:
@@ -188,21 +195,11 @@ async def _register_demo_sources(settings: Settings, demo: DemoFeedServer) -> No
     log.info("demo: %d sources registered", len(demo.feeds))
 
 
-def _children(env: dict[str, str], options: UpOptions) -> list[Child]:
-    python = [sys.executable, "-m", "app"]
-    health = f"http://{_loopback(options.host)}:{options.port}/healthz"
-    return [Child("api", [*python, "api", "--host", options.host, "--port", str(options.port)], env, health),
-            Child("worker", [*python, "worker"], env)]  # fmt: skip
-
-
-def _loopback(host: str) -> str:
-    """Where the supervisor reaches an API bound to `host`."""
-    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
-
-
 def _write_pids(home: Path, children: dict[str, subprocess.Popen[bytes]]) -> None:
     pids = {"supervisor": os.getpid(), **{name: child.pid for name, child in children.items()}}
-    (home / "processes.json").write_text(json.dumps(pids))
+    written = home / "processes.json.new"
+    written.write_text(json.dumps(pids))
+    written.replace(home / "processes.json")  # whole: a reader never sees half a file while a child restarts
 
 
 def _write_children(home: Path, children: list[Child]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, insert, update
+from sqlalchemy import delete, func, insert, select, update
 
 from app.db.engine import Executor
 from app.workers.models import Worker
@@ -39,3 +39,11 @@ async def let_go(db: Executor, *, silent_for: timedelta) -> list[GoneWorker]:
         delete(Worker).where(Worker.heartbeat_at < func.now() - silent_for).returning(Worker.id, Worker.heartbeat_at)
     )
     return [GoneWorker(row.id, row.heartbeat_at) for row in rows]
+
+
+async def beating_on(db: Executor, host: str, *, within: timedelta) -> int:
+    """Workers of `host` whose heartbeat is younger than `within` (a container's healthcheck asks of its own)."""
+    found = await db.scalar(
+        select(func.count()).select_from(Worker).where(Worker.host == host, Worker.heartbeat_at >= func.now() - within)
+    )
+    return int(found or 0)

@@ -1,0 +1,53 @@
+"""The balancer's configuration, as `newsagg up --api N` writes it and as docker-compose's balancer service reads it
+(deploy/haproxy.cfg), checked by HAProxy itself; and `up` without HAProxy runs one API process."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app.runtime.balancer import Backends, compose_config, haproxy_binary, haproxy_config
+from app.runtime.fleet import Fleet, children
+from tests.conftest import REPO
+
+needs_haproxy = pytest.mark.skipif(haproxy_binary() is None, reason="no haproxy binary (apt-get install haproxy)")
+
+
+def test_the_committed_compose_configuration_is_the_one_the_code_writes() -> None:
+    committed = (REPO / "deploy" / "haproxy.cfg").read_text()
+    assert committed == compose_config(), "deploy/haproxy.cfg is stale: see its first line for how to write it"
+
+
+@needs_haproxy
+@pytest.mark.parametrize("form", ["up", "compose"])
+def test_haproxy_accepts_both_configurations(form: str, tmp_path: Path) -> None:
+    servers = Backends(servers=[("api-1", "127.0.0.1:18001"), ("api-2", "127.0.0.1:18002")])
+    text = haproxy_config("127.0.0.1:18000", servers) if form == "up" else compose_config()
+    (tmp_path / "haproxy.cfg").write_text(text)
+    checked = subprocess.run([str(haproxy_binary()), "-c", "-f", str(tmp_path / "haproxy.cfg")], capture_output=True)
+    assert checked.returncode == 0, checked.stderr.decode()
+
+
+@needs_haproxy
+def test_api_processes_behind_the_balancer_trust_it_and_the_operators_proxies(tmp_path: Path) -> None:
+    fleet = children(Fleet("0.0.0.0", 8000, apis=3, workers=2), {}, tmp_path, ["10.0.0.0/8"])
+    assert [child.name for child in fleet] == ["api-1", "api-2", "api-3", "balancer", "worker-1", "worker-2"]
+    for api in fleet[:3]:
+        assert json.loads(api.env["NEWSAGG_RATE_LIMIT_TRUSTED_PROXIES"]) == ["10.0.0.0/8", "127.0.0.1/32"]
+        assert api.command[-4:-2] == ["--host", "127.0.0.1"]
+    assert "bind 0.0.0.0:8000" in (tmp_path / "haproxy.cfg").read_text()
+
+
+def test_without_haproxy_one_api_process_serves_and_the_log_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no haproxy on it
+    with caplog.at_level(logging.WARNING):
+        fleet = children(Fleet("127.0.0.1", 8000, apis=4, workers=1), {}, tmp_path, [])
+    assert [child.name for child in fleet] == ["api", "worker"]
+    assert fleet[0].command[-4:] == ["--host", "127.0.0.1", "--port", "8000"]
+    assert "no haproxy is installed" in caplog.text
