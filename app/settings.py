@@ -358,7 +358,8 @@ class Settings(BaseSettings):
         default=7,
         ge=0,
         description="Stories left with no article (retention or sourceDelete took them all) or merged into another "
-        "are deleted once unchanged this many days (never within 49 hours); until then their ids still resolve.",
+        "are deleted once unchanged this many days (never within 49 hours, and those retention empties by the next "
+        "hourly pass); until then their ids still resolve.",
     )
     read_events_retention_days: float = Field(
         default=180,

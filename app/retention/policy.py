@@ -4,7 +4,7 @@ A setting of 0 keeps that kind forever. Articles go by when they were stored (`c
 date: an old item a feed still lists would otherwise be deleted and stored again every hour. An article of a story
 that changed within the clustering window (and an hour, for the workers' copies to let the story go) waits: a live
 story never loses articles or its representative to retention. Emptied and merged stories wait as long, since a
-worker still holding one could write it back.
+worker still holding one could write it back; those a pass empties are deleted by the next pass (service.py).
 """
 
 from __future__ import annotations

@@ -37,15 +37,17 @@ class RetentionPass:
 async def prune(db: AsyncEngine, settings: Settings, now: datetime) -> RetentionPass:
     due, done = cutoffs(settings, now), RetentionPass()
     rows = settings.retention_article_batch * ROWS_PER_ARTICLE
-    if due.articles is not None:
-        articles = partial(_articles_batch, before=due.articles, settled=due.settled,
-                           batch=settings.retention_article_batch, done=done)  # fmt: skip
-        await _in_batches(db, done, "articles", settings.retention_article_batch, articles)
-    for kind in ("stories", "read_events", "sessions", "fetch_log"):  # stories after articles: those just emptied
+    # Stories first: those the articles below empty are deleted by the next pass, an hour on, once every clustering
+    # worker has read that they are empty and let them go (a worker still holding one would write it back).
+    for kind in ("stories", "read_events", "sessions", "fetch_log"):
         before = getattr(due, kind)
         if before is not None:
             batch = partial(repository.delete_rows_batch, kind=kind, before=before, batch=rows)
             await _in_batches(db, done, kind, rows, batch)
+    if due.articles is not None:
+        articles = partial(_articles_batch, before=due.articles, settled=due.settled,
+                           batch=settings.retention_article_batch, done=done)  # fmt: skip
+        await _in_batches(db, done, "articles", settings.retention_article_batch, articles)
     for topic, before in due.outbox.items():
         await _in_batches(db, done, "outbox", rows, partial(outbox.prune_delivered, topic=topic, older_than=before,
                                                             batch=rows))  # fmt: skip
