@@ -36,18 +36,16 @@ class RetentionPass:
 
 async def prune(db: AsyncEngine, settings: Settings, now: datetime) -> RetentionPass:
     due, done = cutoffs(settings, now), RetentionPass()
-    rows = settings.retention_article_batch * ROWS_PER_ARTICLE
+    rows, articles = settings.retention_article_batch * ROWS_PER_ARTICLE, settings.retention_article_batch
     # Stories first: those the articles below empty are deleted by the next pass, an hour on, once every clustering
     # worker has read that they are empty and let them go (a worker still holding one would write it back).
     for kind in ("stories", "read_events", "sessions", "fetch_log"):
-        before = getattr(due, kind)
-        if before is not None:
-            batch = partial(repository.delete_rows_batch, kind=kind, before=before, batch=rows)
-            await _in_batches(db, done, kind, rows, batch)
+        if (before := getattr(due, kind)) is not None:
+            await _in_batches(db, done, kind, rows, partial(repository.delete_rows_batch, kind=kind, before=before,
+                                                            batch=rows))  # fmt: skip
     if due.articles is not None:
-        articles = partial(_articles_batch, before=due.articles, settled=due.settled,
-                           batch=settings.retention_article_batch, done=done)  # fmt: skip
-        await _in_batches(db, done, "articles", settings.retention_article_batch, articles)
+        batch = partial(_articles_batch, before=due.articles, settled=due.settled, batch=articles, done=done)
+        await _in_batches(db, done, "articles", articles, batch)
     for topic, before in due.outbox.items():
         await _in_batches(db, done, "outbox", rows, partial(outbox.prune_delivered, topic=topic, older_than=before,
                                                             batch=rows))  # fmt: skip
