@@ -23,6 +23,7 @@ from app.stories.models import StoryCluster
 from app.stories.updates import STORY_UPDATED_TOPIC
 from app.stories.velocity import BREAKING_TOPIC
 from app.users.models import ReadEvent, User, UserSession
+from jobs.retention import retention_job
 from jobs.worker import worker_options
 from tests.conftest import count_queries, newsagg
 from tests.newsroom import StorySpec, add_source, add_story
@@ -187,6 +188,12 @@ async def test_a_short_story_retention_waits_for_stories_to_settle(services: Ser
     async with services.db() as session:
         assert set(await session.scalars(select(StoryCluster.id))) == {recent}
     assert settled != recent
+
+
+async def test_the_job_runs_a_pass(services: Services, settings: Settings) -> None:
+    await _articles(services, await add_source(services, settings, "outlet"), [100 * DAY, DAY], datetime.now(UTC))
+    assert await retention_job({"services": services}) == 1
+    assert await _count(services, Article) == 1
 
 
 def test_the_worker_runs_retention_hourly(settings: Settings) -> None:
