@@ -399,8 +399,9 @@ class Settings(BaseSettings):
         default=500,
         ge=1,
         le=10_000,
-        description="Retention deletes articles this many per transaction (their stories repaired in each, "
-        "clustering paused meanwhile), and other rows twenty times as many: no transaction holds locks for long.",
+        description="Retention deletes articles (their stories repaired in each batch) and emptied stories this many "
+        "per transaction, clustering waiting meanwhile, and other rows twenty times as many: no transaction holds "
+        "locks for long.",
     )
 
     # --- worker -------------------------------------------------------------------------------------------

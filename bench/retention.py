@@ -45,6 +45,7 @@ from app.retention.service import RetentionPass, prune
 from app.settings import Settings
 from app.stories.service import cluster_articles
 from app.stories.store import ClusteringCache
+from bench.figures import quantile
 from bench.ingest import scratch_database
 from bench.search import DAYS, DEFAULT_DATA, ITEMS, Corpus, Item, load, plan_corpus, read_items, say
 
@@ -168,6 +169,7 @@ def figures(args: argparse.Namespace, loaded: dict[str, Any], result: RetentionP
             before: dict[str, float], during: dict[str, float], after: dict[str, float],
             inconsistent: int) -> dict[str, Any]:  # fmt: skip
     alone = (before["articles_per_s"] + after["articles_per_s"]) / 2
+    article_batches = result.batch_seconds.get("articles") or [0.0]
     return {
         "articles": args.articles,
         "load_seconds": loaded["load_seconds"],
@@ -177,6 +179,9 @@ def figures(args: argparse.Namespace, loaded: dict[str, Any], result: RetentionP
         "deleted_per_s": round(result.deleted["articles"] / seconds, 1) if seconds else None,
         "batches": result.batches,
         "longest_batch_s": round(result.longest_batch_s, 3),
+        "article_batch_p50_s": round(quantile(article_batches, 0.5), 3),
+        "article_batch_p99_s": round(quantile(article_batches, 0.99), 3),
+        "longest_batch_s_by_kind": {kind: round(max(s), 3) for kind, s in result.batch_seconds.items()},
         "stories_repaired": len(result.stories_repaired),
         "stories_emptied": result.stories_emptied,
         "stories_deleted_next_pass": result.deleted["stories"],

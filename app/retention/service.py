@@ -22,16 +22,23 @@ from app.settings import Settings
 
 log = logging.getLogger(__name__)
 DELETED = Metric("newsagg_retention_deleted", "Rows deleted by retention, by kind.", ["kind"])
-ROWS_PER_ARTICLE = 20  # plain rows (no story to repair) go this many times more per batch than articles
+ROWS_PER_ARTICLE = 20  # rows that hold up no clustering go this many times more per batch than articles and stories
 
 
 @dataclass
 class RetentionPass:
     deleted: Counter[str] = field(default_factory=Counter)  # kind -> rows deleted
-    batches: int = 0  # transactions that deleted
-    longest_batch_s: float = 0.0  # the longest of them: how long its locks were held
+    batch_seconds: dict[str, list[float]] = field(default_factory=dict)  # kind -> how long each batch's locks were held
     stories_repaired: set[int] = field(default_factory=set)  # stories that lost articles
     stories_emptied: int = 0
+
+    @property
+    def batches(self) -> int:  # transactions that deleted
+        return sum(len(seconds) for seconds in self.batch_seconds.values())
+
+    @property
+    def longest_batch_s(self) -> float:
+        return max((max(seconds) for seconds in self.batch_seconds.values()), default=0.0)
 
 
 async def prune(db: AsyncEngine, settings: Settings, now: datetime) -> RetentionPass:
@@ -41,8 +48,9 @@ async def prune(db: AsyncEngine, settings: Settings, now: datetime) -> Retention
     # worker has read that they are empty and let them go (a worker still holding one would write it back).
     for kind in ("stories", "read_events", "sessions", "fetch_log"):
         if (before := getattr(due, kind)) is not None:
-            await _in_batches(db, done, kind, rows, partial(repository.delete_rows_batch, kind=kind, before=before,
-                                                            batch=rows))  # fmt: skip
+            size = articles if kind == "stories" else rows  # stories go under the clustering lock, as articles do
+            batch = partial(repository.delete_rows_batch, kind=kind, before=before, batch=size)
+            await _in_batches(db, done, kind, size, batch)
     if due.articles is not None:
         batch = partial(_articles_batch, before=due.articles, settled=due.settled, batch=articles, done=done)
         await _in_batches(db, done, "articles", articles, batch)
@@ -72,8 +80,7 @@ async def _in_batches(db: AsyncEngine, done: RetentionPass, kind: str, size: int
         async with db.begin() as connection:
             deleted = await delete_batch(connection)
         if deleted:
-            done.batches += 1
-            done.longest_batch_s = max(done.longest_batch_s, time.perf_counter() - started)
+            done.batch_seconds.setdefault(kind, []).append(time.perf_counter() - started)
             done.deleted[kind] += deleted
             DELETED.labels(kind).inc(deleted)
         if deleted < size:
