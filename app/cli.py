@@ -1,5 +1,5 @@
-"""The `newsagg` command: up, api, worker, migrate, opml, users, documents, reindex, eval, topics, health, schema,
-settings."""
+"""The `newsagg` command: up, api, worker, migrate, opml, users, documents, reindex, prune, eval, topics, health,
+schema, settings."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.commands import accounts, database, documents, evaluation
+from app.commands import accounts, database, documents, evaluation, retention
 from app.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -100,6 +100,10 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     )
     reindex.add_argument("--since", type=_date, metavar="DATE",
                          help="only articles crawled since DATE (ISO 8601: 2026-11-20, 2026-11-20T08:00Z)")  # fmt: skip
+    prune = commands.add_parser(
+        "prune", help="delete now what is past its retention, as the worker does hourly (embedded PostgreSQL if no URL)"
+    )
+    prune.add_argument("--dry-run", action="store_true", help="only count, by kind, what would be deleted")
     evaluation = commands.add_parser("eval", help="measure the understanding of the news on labelled data")
     evaluations = evaluation.add_subparsers(dest="eval_command", required=True, metavar="WHAT")
     clustering = evaluations.add_parser("clustering", help="story clustering: B-cubed precision/recall/F1 (JSON)")
@@ -204,6 +208,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return documents.documents(settings, args)
     if args.command == "reindex":
         return _reindex(settings, args.since)
+    if args.command == "prune":
+        return retention.prune(settings, args.dry_run)
     if args.command == "eval":
         return evaluation.evaluate(args)
     if args.command == "topics":

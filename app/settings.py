@@ -230,18 +230,6 @@ class Settings(BaseSettings):
         default=60, description="sourceRefresh runs at most once per source in this many seconds."
     )
 
-    fetch_log_retention_days: float = Field(default=14, description="Fetch log rows older than this are deleted.")
-    breaking_events_retention_days: float = Field(
-        default=30, description="Delivered breaking-news events are kept this long (`breakingEvents(after:)` reads)."
-    )
-    story_updates_retention_hours: float = Field(
-        default=24, description="Delivered `storyUpdated` events are kept this long (only the live push reads them)."
-    )
-    articles_added_retention_hours: float = Field(
-        default=1,
-        description="Delivered `articleAdded` events are kept this long (an API process that lost Redis "
-        "catches its subscribers up from them).",
-    )
     broadcast_catch_up_seconds: float = Field(
         default=10,
         description="After a Redis outage, an API process re-reads from the outbox the events delivered "
@@ -374,8 +362,64 @@ class Settings(BaseSettings):
         default=30,
         description="Longest wait before the index sync retries events the index refused (back-off doubles up to it).",
     )
+
+    # --- retention (app/retention/: one hourly pass, bounded batches; 0 keeps forever) -------------------------
+    # Notifications (DESIGN §6) do not exist yet: their retention comes with them.
+    articles_retention_days: float = Field(
+        default=90,
+        ge=0,
+        description="Articles stored more than this many days ago are deleted, with their read events; the stories "
+        "they were in are counted and represented again. An article of a story that changed in the last 49 hours "
+        "(the clustering window and an hour) waits until the story has settled.",
+    )
+    stories_retention_days: float = Field(
+        default=7,
+        ge=0,
+        description="Stories left with no article (retention or sourceDelete took them all) or merged into another "
+        "are deleted once unchanged this many days (never within 49 hours, and those retention empties by the next "
+        "hourly pass); until then their ids still resolve.",
+    )
+    read_events_retention_days: float = Field(
+        default=180,
+        ge=0,
+        description="Reading history (clicks, reads, saves) older than this is deleted; the interests learnt "
+        "from it stay.",
+    )
+    sessions_retention_days: float = Field(
+        default=7,
+        ge=0,
+        description="Sign-in sessions are deleted this many days after they expired or were signed out "
+        "(they stop working at once either way).",
+    )
+    fetch_log_retention_days: float = Field(default=14, ge=0, description="Fetch log rows older than this are deleted.")
+    breaking_events_retention_days: float = Field(
+        default=30,
+        ge=0,
+        description="Delivered breaking-news events are kept this long (`breakingEvents(after:)` reads).",
+    )
+    story_updates_retention_hours: float = Field(
+        default=24,
+        ge=0,
+        description="Delivered `storyUpdated` events are kept this long (only the live push reads them).",
+    )
+    articles_added_retention_hours: float = Field(
+        default=1,
+        ge=0,
+        description="Delivered `articleAdded` events are kept this long (an API process that lost Redis "
+        "catches its subscribers up from them).",
+    )
     search_events_retention_hours: float = Field(
-        default=24, description="Delivered search-index events are kept this long (for looking into a sync)."
+        default=24,
+        ge=0,
+        description="Delivered search-index events are kept this long (for looking into a sync).",
+    )
+    retention_article_batch: int = Field(
+        default=500,
+        ge=1,
+        le=10_000,
+        description="Retention deletes articles (their stories repaired in each batch) and emptied stories this many "
+        "per transaction, clustering waiting meanwhile, and other rows twenty times as many: no transaction holds "
+        "locks for long.",
     )
 
     # --- worker -------------------------------------------------------------------------------------------

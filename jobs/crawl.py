@@ -1,11 +1,10 @@
 """Crawling jobs: the crawl tick claims due sources, `refresh_source` jobs fetch and store them, hubs' pushes are
-stored at once, and the fetch log is pruned."""
+stored at once (the fetch log goes with retention, jobs/retention.py)."""
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
-from functools import partial
+from datetime import UTC, datetime
 from typing import Any
 
 from app.ingest.events import ARTICLES_ADDED
@@ -17,7 +16,6 @@ from app.outbox.relay import relay_all
 from app.queue_names import REFRESH_SOURCE, UNDERSTAND_ARTICLES
 from app.services import Services
 from app.sources import repository as sources
-from jobs.maintenance import delete_in_batches
 from jobs.websub import enqueue_subscribe
 
 log = logging.getLogger(__name__)
@@ -100,10 +98,3 @@ async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, cont
     await after_ingest(ctx, source_id, outcome)
     count_push(len(outcome.new_article_ids))
     return outcome.status
-
-
-async def prune_fetch_log(ctx: dict[str, Any]) -> int:
-    """Hourly: the fetch log keeps its retention window and no more."""
-    services: Services = ctx["services"]
-    cutoff = datetime.now(UTC) - timedelta(days=services.settings.fetch_log_retention_days)
-    return await delete_in_batches(services.engine, partial(sources.prune_fetch_log, older_than=cutoff))

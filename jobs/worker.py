@@ -1,9 +1,10 @@
 """The arq worker: crawling (the crawl tick, source refreshes, WebSub pushes and subscriptions), understanding and
 clustering new articles into stories, relaying the outbox to Redis, keeping the search index in sync (and building the
-day's text-search index over the last days' articles), sweeping up work whose worker died, and pruning old rows; it
-samples its backlogs for /metrics. The jobs live in jobs/crawl.py, jobs/websub.py, jobs/stories.py, jobs/outbox.py,
-jobs/search.py, jobs/sweeper.py and jobs/backlogs.py; each process beats a heartbeat (app/workers/heartbeat.py); this
-module starts and registers them, each timed and its failures counted (app/observability/work.py)."""
+day's text-search index over the last days' articles), sweeping up work whose worker died, and deleting rows past
+their retention; it samples its backlogs for /metrics. The jobs live in jobs/crawl.py, jobs/websub.py,
+jobs/stories.py, jobs/outbox.py, jobs/search.py, jobs/sweeper.py, jobs/retention.py and jobs/backlogs.py; each process
+beats a heartbeat (app/workers/heartbeat.py); this module starts and registers them, each timed and its failures
+counted (app/observability/work.py)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ from app.settings import Settings, get_settings
 from app.stories.store import ClusteringCache
 from app.workers.heartbeat import Heartbeat
 from jobs.backlogs import SAMPLE_SECONDS, sample_backlogs_job
-from jobs.crawl import crawl_tick, ingest_push_job, prune_fetch_log, refresh_source_job
+from jobs.crawl import crawl_tick, ingest_push_job, refresh_source_job
 from jobs.loop import ResilientWorker, retried_on_redis
-from jobs.outbox import prune_outbox, relay_outbox_job
+from jobs.outbox import relay_outbox_job
+from jobs.retention import RETENTION_TIMEOUT_S, retention_job
 from jobs.search import recent_index_job, sync_search_job
 from jobs.stories import merge_stories_job, understand_articles_job
 from jobs.sweeper import sweep_job
@@ -95,8 +97,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
         "cron_jobs": [
             _cron(crawl_tick, second=tick_seconds(settings.crawl_tick_seconds), run_at_startup=True),
             _cron(websub_renew, minute=17, second=0),
-            _cron(prune_fetch_log, minute=41, second=0),
-            _cron(prune_outbox, minute=41, second=30),
+            _cron(retention_job, minute=41, second=0, timeout=RETENTION_TIMEOUT_S),
             _cron(merge_stories_job, **_every(settings.story_merge_seconds)),
             _cron(relay_outbox_job, second=tick_seconds(5)),
             _cron(sync_search_job, second=tick_seconds(5)),

@@ -211,20 +211,6 @@ async def test_the_connected_address_is_checked_whatever_the_name(feed_server: F
     assert feed_server.hits.get("/x.xml") is None
 
 
-async def test_the_fetch_log_keeps_its_retention_window(services: Services, settings: Settings) -> None:
-    from jobs.crawl import prune_fetch_log
-
-    source_id = await add(services, settings, "http://127.0.0.1:9/log")
-    now = datetime.now(UTC)
-    async with services.db.begin() as session:
-        for age_days in (1, 13, 15, 30, 400):
-            session.add(FetchLog(source_id=source_id, fetched_at=now - timedelta(days=age_days), status_code=200,
-                                 duration_ms=1, bytes=0, items_seen=0, items_new=0))  # fmt: skip
-    assert await prune_fetch_log({"services": services}) == 3
-    ages = sorted(round((now - entry.fetched_at).total_seconds() / 86400) for entry in await log_of(services))
-    assert ages == [1, 13]
-
-
 async def test_a_body_that_stalls_times_out(
     services: Services, settings: Settings, feed_server: FeedServer, crawl: Crawl
 ) -> None:

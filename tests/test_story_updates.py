@@ -22,7 +22,7 @@ from app.stories.models import StoryCluster
 from app.stories.service import cluster_articles
 from app.stories.updates import STORY_UPDATED_TOPIC
 from app.stories.velocity import BREAKING_TOPIC
-from jobs.outbox import prune_outbox, publish_outbox
+from jobs.outbox import publish_outbox
 from tests.conftest import document, next_message, subscribe_message, subscribe_ws, until_listening, ws_connection
 from tests.newsroom import global_id, merge_story, two_stories_of_one_event
 
@@ -152,20 +152,3 @@ async def test_the_relay_publishes_every_pending_update_and_breaking_news_first(
         first = await asyncio.wait_for(pubsub.get_message(timeout=5), 6)
     assert first["channel"] == (CHANNEL_PREFIX + BREAKING_TOPIC).encode()
     await pubsub.aclose()
-
-
-async def test_delivered_events_are_pruned_after_their_retention(services: Services, settings: Settings) -> None:
-    now = datetime.now(UTC)
-    ages = {"update-old": (STORY_UPDATED_TOPIC, timedelta(days=2), True),
-            "update-new": (STORY_UPDATED_TOPIC, timedelta(hours=1), True),
-            "update-undelivered": (STORY_UPDATED_TOPIC, timedelta(days=2), False),
-            "breaking-recent": (BREAKING_TOPIC, timedelta(days=10), True),
-            "breaking-old": (BREAKING_TOPIC, timedelta(days=40), True)}  # fmt: skip
-    async with services.db.begin() as session:
-        session.add_all(OutboxEvent(topic=topic, dedupe_key=key, payload={}, created_at=now - age,
-                                    delivered_at=now - age if delivered else None)
-                        for key, (topic, age, delivered) in ages.items())  # fmt: skip
-    assert await prune_outbox({"services": services}) == 2
-    async with services.db() as session:
-        kept = set(await session.scalars(select(OutboxEvent.dedupe_key)))
-    assert kept == {"update-new", "update-undelivered", "breaking-recent"}

@@ -22,6 +22,7 @@ class Article(Base):
         Index("ix_articles_simhash_bands", "simhash_bands", postgresql_using="gin"),
         Index("ix_articles_unclustered", "id", postgresql_where=text("cluster_id IS NULL")),
         Index("ix_articles_duplicate_of", "duplicate_of_id", postgresql_where=text("duplicate_of_id IS NOT NULL")),
+        Index("ix_articles_crawled_at", "crawled_at"),  # retention (migration 0015)
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.sources.errors import SourceErrorCode, SourceRejected
 from app.sources.models import Source, SourceStatus
-from app.stories.repair import lock_clustering, repair_stories
+from app.stories.repair import delete_articles
 
 _DELETE_BATCH = text("""
     WITH doomed AS (SELECT id FROM articles WHERE source_id = :source ORDER BY id LIMIT :batch FOR UPDATE)
@@ -62,11 +62,8 @@ async def delete_source(db: AsyncEngine, source_id: int, *, batch: int) -> Remov
 
 async def _delete_batch(connection: AsyncConnection, source_id: int, batch: int, removal: Removal) -> int:
     """One batch deleted and its stories repaired, added to `removal`; how many articles it deleted."""
-    await lock_clustering(connection)
-    clusters = list(await connection.scalars(_DELETE_BATCH, {"source": source_id, "batch": batch}))
-    stories = {story for story in clusters if story is not None}
-    repair = await repair_stories(connection, sorted(stories), [source_id])
-    removal.articles += len(clusters)
-    removal.stories |= stories
-    removal.emptied += repair.emptied
-    return len(clusters)
+    deleted = await delete_articles(connection, _DELETE_BATCH, {"source": source_id, "batch": batch}, [source_id])
+    removal.articles += deleted.articles
+    removal.stories |= deleted.stories
+    removal.emptied += deleted.emptied
+    return deleted.articles

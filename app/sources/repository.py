@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, delete, exists, func, insert, select, tuple_, update
+from sqlalchemy import case, exists, func, insert, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -241,10 +241,3 @@ async def feed_url_taken(session: Executor, feed_url: str) -> bool:
 
 async def add_fetch_log(session: Executor, **values: object) -> None:
     await session.execute(insert(FetchLog).values(**values))
-
-
-async def prune_fetch_log(db: Executor, *, older_than: datetime, batch: int = 10_000) -> int:
-    """Delete one batch of old fetch log rows (small batches keep locks and WAL bursts short)."""
-    old = select(FetchLog.id).where(FetchLog.fetched_at < older_than).limit(batch).scalar_subquery()
-    result = await db.execute(delete(FetchLog).where(FetchLog.id.in_(old)))
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -23,6 +23,12 @@ class StoryCluster(Base):
         # deleting articles and stories (migration 0013)
         Index("ix_story_clusters_representative", "representative_article_id"),
         Index("ix_story_clusters_merged_into", "merged_into_id", postgresql_where=text("merged_into_id IS NOT NULL")),
+        # retention: stories left empty or merged away (migration 0015)
+        Index(
+            "ix_story_clusters_retired",
+            "last_updated_at",
+            postgresql_where=text("article_count = 0 OR merged_into_id IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

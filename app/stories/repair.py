@@ -1,5 +1,5 @@
-"""Stories that lost articles (their source was deleted): counted, labelled and represented again from the articles
-they still have, in the transaction that deleted them.
+"""Stories that lost articles (their source was deleted, or retention deleted old ones): counted, labelled and
+represented again from the articles they still have, in the transaction that deleted them.
 
 A story keeps its centroid (the terms of the articles it lost fade as others join; recomputing them would need each
 article's weights as they were) and its times. A story left with no article is emptied rather than deleted: the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 
 from app.db.engine import Executor
 from app.outbox import repository as outbox
@@ -90,6 +90,25 @@ async def repair_stories(db: Executor, story_ids: list[int], gone_sources: list[
         "last_updated_at": row.last_updated_at.isoformat(), "revision": revision,
     } for row in rows})  # fmt: skip
     return Repair(len(rows), sum(1 for row in rows if row.article_count == 0))
+
+
+@dataclass(frozen=True, slots=True)
+class ArticlesDeleted:
+    articles: int  # articles deleted
+    stories: frozenset[int]  # stories that lost some and were repaired
+    emptied: int  # of which, stories left with no article
+
+
+async def delete_articles(db: Executor, doomed: TextClause, params: dict[str, object],
+                          gone_sources: list[int]) -> ArticlesDeleted:  # fmt: skip
+    """Deletes the articles `doomed` picks (a DELETE returning each one's `cluster_id`) and repairs their stories, in
+    the caller's transaction, holding the clustering lock until it ends. Read events go with the articles and copies
+    stop pointing at them (foreign keys); the articles' delete trigger tells the search index."""
+    await lock_clustering(db)
+    clusters = list(await db.scalars(doomed, params))
+    stories = frozenset(story for story in clusters if story is not None)
+    repair = await repair_stories(db, sorted(stories), gone_sources)
+    return ArticlesDeleted(len(clusters), stories, repair.emptied)
 
 
 async def lock_clustering(db: Executor) -> None:

@@ -63,6 +63,10 @@ class UserSession(Base):
     """A signed-in session: its bearer token is stored as a SHA-256 digest, never as itself."""
 
     __tablename__ = "user_sessions"
+    __table_args__ = (  # retention: sign-ins that ended (migration 0015)
+        Index("ix_user_sessions_expires_at", "expires_at"),
+        Index("ix_user_sessions_revoked_at", "revoked_at", postgresql_where=text("revoked_at IS NOT NULL")),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
@@ -104,6 +108,7 @@ class ReadEvent(Base):
         UniqueConstraint("user_id", "article_id", "session_id", "action"),
         Index("ix_read_events_user_at", "user_id", "at"),
         Index("ix_read_events_article_id", "article_id"),  # deleting an article (migration 0013)
+        Index("ix_read_events_at", "at"),  # retention (migration 0015)
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

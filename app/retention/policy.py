@@ -1,0 +1,65 @@
+"""What retention deletes, given the settings and the time: one cutoff per kind of row (no I/O).
+
+A setting of 0 keeps that kind forever. Articles go by when they were stored (`crawled_at`), not by their publication
+date: an old item a feed still lists would otherwise be deleted and stored again every hour. An article of a story
+that changed within the clustering window (and an hour, for the workers' copies to let the story go) waits: a live
+story never loses articles or its representative to retention. Emptied and merged stories wait as long, since a
+worker still holding one could write it back; those a pass empties are deleted by the next pass (service.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from app.ingest.events import ARTICLES_ADDED
+from app.search.sync import SEARCH_TOPIC
+from app.settings import Settings
+from app.stories.clustering import ClusteringPolicy
+from app.stories.updates import STORY_UPDATED_TOPIC
+from app.stories.velocity import BREAKING_TOPIC
+
+# A story unchanged this long has left every worker's clustering copy (app/stories/store.py)
+SETTLING = ClusteringPolicy().window + timedelta(hours=1)
+KINDS = ("articles", "stories", "read_events", "sessions", "fetch_log", "outbox")
+
+
+@dataclass(frozen=True, slots=True)
+class Cutoffs:
+    """Rows older than each cutoff are due; None keeps that kind forever."""
+
+    articles: datetime | None  # articles stored before this...
+    settled: datetime  # ...whose story (if any) last changed before this
+    stories: datetime | None  # stories with no article, or merged away, unchanged since before this
+    read_events: datetime | None
+    sessions: datetime | None  # sessions that expired or were signed out before this
+    fetch_log: datetime | None
+    outbox: dict[str, datetime] = field(default_factory=dict)  # delivered events of each topic written before this
+
+
+def _before(now: datetime, kept: timedelta) -> datetime | None:
+    return now - kept if kept > timedelta(0) else None
+
+
+def outbox_retention(settings: Settings) -> dict[str, timedelta]:
+    """How long delivered events of each outbox topic are kept: breaking news for `breakingEvents(after:)`, story
+    updates and new articles for an API process's catch-up, search events for looking into a sync."""
+    return {BREAKING_TOPIC: timedelta(days=settings.breaking_events_retention_days),
+            STORY_UPDATED_TOPIC: timedelta(hours=settings.story_updates_retention_hours),
+            ARTICLES_ADDED: timedelta(hours=settings.articles_added_retention_hours),
+            SEARCH_TOPIC: timedelta(hours=settings.search_events_retention_hours)}  # fmt: skip
+
+
+def cutoffs(settings: Settings, now: datetime) -> Cutoffs:
+    settled = now - SETTLING
+    stories = _before(now, timedelta(days=settings.stories_retention_days))
+    outbox = {topic: now - kept for topic, kept in outbox_retention(settings).items() if kept > timedelta(0)}
+    return Cutoffs(
+        articles=_before(now, timedelta(days=settings.articles_retention_days)),
+        settled=settled,
+        stories=min(stories, settled) if stories is not None else None,
+        read_events=_before(now, timedelta(days=settings.read_events_retention_days)),
+        sessions=_before(now, timedelta(days=settings.sessions_retention_days)),
+        fetch_log=_before(now, timedelta(days=settings.fetch_log_retention_days)),
+        outbox=outbox,
+    )

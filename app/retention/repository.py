@@ -1,0 +1,65 @@
+"""Retention's SQL: one bounded batch of each kind of row deleted, and how many are due (for a dry run).
+
+Each walks an index of the age it deletes by (migrations 0013 and 0015), so a batch costs its size, not its table.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import text
+
+from app.db.engine import Executor
+from app.stories.repair import ArticlesDeleted, delete_articles, lock_clustering
+
+_DUE_ARTICLES = """
+    FROM articles AS a
+    WHERE a.crawled_at < :before AND (a.cluster_id IS NULL OR NOT EXISTS (
+        SELECT FROM story_clusters AS s WHERE s.id = a.cluster_id AND s.last_updated_at >= :settled))
+"""
+# Skips rows another transaction holds (an article being understood): they go in a later batch or pass.
+_DELETE_ARTICLES = text(f"""
+    WITH doomed AS (SELECT a.id {_DUE_ARTICLES} ORDER BY a.crawled_at LIMIT :batch FOR UPDATE OF a SKIP LOCKED)
+    DELETE FROM articles AS a USING doomed WHERE a.id = doomed.id
+    RETURNING a.cluster_id
+""")
+# kind -> (table, which rows are due)
+_ROWS = {
+    "stories": ("story_clusters", "(article_count = 0 OR merged_into_id IS NOT NULL) AND last_updated_at < :before"),
+    "read_events": ("read_events", "at < :before"),
+    "sessions": ("user_sessions", "expires_at < :before OR revoked_at < :before"),
+    "fetch_log": ("fetch_log", "fetched_at < :before"),
+}
+_DELETES = {kind: text(f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE {due} "
+                       "LIMIT :batch FOR UPDATE SKIP LOCKED)") for kind, (table, due) in _ROWS.items()}  # fmt: skip
+_COUNTS = {kind: text(f"SELECT count(*) FROM {table} WHERE {due}") for kind, (table, due) in _ROWS.items()}
+_COUNTS["articles"] = text(f"SELECT count(*) {_DUE_ARTICLES}")
+
+
+async def delete_articles_batch(db: Executor, *, before: datetime, settled: datetime, batch: int) -> ArticlesDeleted:
+    """Up to `batch` articles stored before `before`, oldest first, and not in a story changed since `settled`;
+    their stories repaired (app/stories/repair.py) in the same transaction."""
+    return await delete_articles(db, _DELETE_ARTICLES, {"before": before, "settled": settled, "batch": batch}, [])
+
+
+async def delete_rows_batch(db: Executor, kind: str, *, before: datetime, batch: int) -> int:
+    """Up to `batch` rows of `kind` (stories, read_events, sessions, fetch_log) older than `before`. Stories are
+    deleted under the clustering lock, as every write of stories is."""
+    if kind == "stories":
+        await lock_clustering(db)
+    result = await db.execute(_DELETES[kind], {"before": before, "batch": batch})
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def count_due(db: Executor, kind: str, **cutoffs: datetime) -> int:
+    """How many rows of `kind` a pass would delete now (`before`, and `settled` for articles)."""
+    return int(await db.scalar(_COUNTS[kind], cutoffs) or 0)
+
+
+_OUTBOX_DUE = text("""
+    SELECT count(*) FROM outbox WHERE topic = :topic AND delivered_at IS NOT NULL AND created_at < :before
+""")
+
+
+async def count_outbox_due(db: Executor, topic: str, *, before: datetime) -> int:
+    return int(await db.scalar(_OUTBOX_DUE, {"topic": topic, "before": before}) or 0)
