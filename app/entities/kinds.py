@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from app.entities.gazetteer import place_form
+
 # Title words before a name: the person holds the role ("President", "Mayor"); honorifics say only that it is a person
 ROLES = {
     "president": "president", "vice president": "vice president", "prime minister": "prime minister",
@@ -14,6 +16,11 @@ ROLES = {
     "speaker": "speaker", "health secretary": "health secretary", "foreign minister": "foreign minister",
     "opposition leader": "opposition leader", "treasurer": "treasurer", "attorney general": "attorney general",
     "general": "general", "governor-general": "governor-general",
+    "bundeskanzler": "chancellor", "kanzler": "chancellor", "bundeskanzlerin": "chancellor",
+    "präsident": "president", "präsidentin": "president", "président": "president", "présidente": "president",
+    "presidente": "president", "premier ministre": "prime minister", "ministre": "minister",
+    "ministerpräsident": "premier", "bürgermeister": "mayor", "maire": "mayor", "alcalde": "mayor",
+    "президент": "president", "премьер-министр": "prime minister", "министр": "minister", "мэр": "mayor",
 }  # fmt: skip
 HONORIFICS = frozenset({
     "mr", "mr.", "mrs", "mrs.", "ms", "ms.", "dr", "dr.", "sir", "dame", "lord", "lady", "prince", "princess",
@@ -54,7 +61,7 @@ ACRONYM_LETTERS = range(2, 6)
 
 def kind_of(words: tuple[str, ...], places: frozenset[str]) -> str | None:
     """PER, ORG, LOC or None for a name without a role word before it."""
-    folded = " ".join(words).casefold()
+    folded = place_form(" ".join(words))
     first, last = words[0].casefold(), words[-1].casefold()
     if folded in places or (first == "the" and folded[4:] in places):
         return "LOC"
