@@ -1,10 +1,17 @@
-"""Named entities: extraction from headlines in several languages and scripts, hostile text, and the kinds."""
+"""Named entities: extraction from headlines in several languages and scripts, hostile text, the kinds, and entities
+as evidence for stories."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
+from app.entities.evidence import CLASH_PENALTY, ENTITY_WEIGHT, entity_terms, role_clash
 from app.entities.extractor import MAX_ENTITIES, MAX_TEXT, extract
+from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState
+
+NOW = datetime(2026, 11, 25, 12, tzinfo=UTC)
 
 
 def named(title: str, summary: str = "", language: str | None = "en") -> dict[str, str]:
@@ -86,3 +93,32 @@ def test_hostile_text_is_handled() -> None:
     assert extract("", "") == []
     assert extract("   ", "\n\n") == []
     assert extract("ALL CAPS HEADLINE ABOUT NOTHING", "") == []
+
+
+def test_entities_are_terms_and_a_role_held_by_someone_else_is_counter_evidence() -> None:
+    khan = entity_terms(extract("Mayor bans cars", "Mayor Sadiq Khan announced the ban."))
+    burnham = entity_terms(extract("Mayor bans cars", "Mayor Andy Burnham announced the ban."))
+    assert khan == {"@per:sadiq khan": ENTITY_WEIGHT, "@mayor=per:sadiq khan": ENTITY_WEIGHT}
+    assert role_clash(burnham, khan) == CLASH_PENALTY
+    assert role_clash(khan, khan | burnham) == 0.0  # the story gives the role to him too
+    assert role_clash(khan, {"mayor": 1.0}) == 0.0  # a story that names no mayor
+
+
+def test_a_different_person_in_the_same_role_starts_another_story() -> None:
+    # given: a story about one mayor's ban, and two later articles worded alike, one naming another mayor
+    first = ("Mayor bans diesel cars from city centre", "Mayor Sadiq Khan said the ban starts in May.")
+    same = ("City centre to ban diesel vans", "Mayor Sadiq Khan said the ban starts in June.")
+    other = ("City centre to ban diesel vans", "Mayor Andy Burnham said the ban starts in June.")
+    background = ["Stocks fall as oil prices rise", "Apple unveils new iPhone", "Storm hits the coast of Florida",
+                  "Football club sacks manager", "Central bank holds rates", "Mayor opens new library"] * 3  # fmt: skip
+
+    def stories(texts: list[tuple[str, str]]) -> list[int]:
+        clusterer, state = StoryClusterer(ClusteringPolicy(threshold=0.45)), StoryState()
+        for k, title in enumerate(background):
+            clusterer.assign(state, IncomingArticle(100 + k, title, "", "wire", NOW))
+        return [clusterer.assign(state, IncomingArticle(k, title, summary, f"o{k}", NOW + timedelta(minutes=k)))
+                for k, (title, summary) in enumerate(texts)]  # fmt: skip
+
+    # when / then
+    assert len(set(stories([first, same]))) == 1
+    assert len(set(stories([first, other]))) == 2

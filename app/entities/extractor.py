@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import stopwordsiso
@@ -59,9 +58,14 @@ def entity_key(kind: str, name: str) -> str:
 
 def extract(title: str, summary: str = "", language: str | None = None) -> list[Entity]:
     """Entities of a headline and summary, most mentioned first."""
+    return list(_extract(title[:MAX_TEXT], summary[:MAX_TEXT], language))
+
+
+@functools.lru_cache(maxsize=4096)  # an article is understood, then clustered by the same worker: extracted once
+def _extract(title: str, summary: str, language: str | None) -> tuple[Entity, ...]:
     title, summary = _NOISE.sub(" ", title[:MAX_TEXT]), _NOISE.sub(" ", summary[:MAX_TEXT])
     if not any(c.isupper() for c in title + summary):
-        return []
+        return ()
     stop = _stopwords(language)
     title_phrases = list(phrases(title))
     summary_phrases = list(phrases(summary))
@@ -73,7 +77,7 @@ def extract(title: str, summary: str = "", language: str | None = None) -> list[
         _add(found, phrase, stop)
     _resolve_surnames(found)
     ranked = sorted(found.items(), key=lambda item: -item[1].count)
-    return [Entity(key, f.name, f.kind, f.count, f.role) for key, f in ranked[:MAX_ENTITIES]]
+    return tuple(Entity(key, f.name, f.kind, f.count, f.role) for key, f in ranked[:MAX_ENTITIES])
 
 
 def _stopwords(language: str | None) -> frozenset[str]:
@@ -181,7 +185,3 @@ def _resolve_surnames(found: dict[str, _Found]) -> None:
         if lone.count >= LONE_MENTIONS and not demonym(lone.name):
             lone.kind = "PER" if lone.role else "ORG"
             found.setdefault(entity_key(lone.kind, lone.name), lone)
-
-
-def keys(entities: Iterable[Entity]) -> set[str]:
-    return {e.key for e in entities}
