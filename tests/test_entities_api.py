@@ -1,9 +1,11 @@
-"""Named entities through ingest and the API: stored when articles are understood, shown on articles and stories
-without N+1, and trending by velocity with topic and language filters."""
+"""Named entities through ingest and the API: stored when articles are understood (or backfilled), shown on articles
+and stories without N+1, trending by velocity with topic and language filters; and their evaluation."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from sqlalchemy import text
 
@@ -11,6 +13,9 @@ from app.api.analysis.cost import price
 from app.api.schema import build_schema
 from app.articles.repository import NewArticle, insert_new
 from app.articles.understanding import understand_articles
+from app.entities import repository as entity_repository
+from app.entities.backfill import backfill
+from app.entities.evaluation import evaluate as evaluate_entities
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
@@ -125,3 +130,32 @@ def test_entity_lists_are_priced_as_pages(settings: Settings) -> None:
     operation = next(d for d in parsed.definitions if isinstance(d, OperationDefinitionNode))
     summary = price(build_schema(settings)._schema, parsed, operation, {}, settings)
     assert summary.nodes == 20 * (1 + 100) + settings.page_size_default
+
+
+async def test_backfill_gives_older_articles_their_entities(services: Services, settings: Settings) -> None:
+    # given: understood articles whose entities are not stored (as before entities were extracted)
+    ids = await ingest(services, settings, NAVALNY)
+    async with services.db.begin() as session:
+        await session.execute(text("DELETE FROM article_entities WHERE article_id <> :id"), {"id": ids[0]})
+    # when
+    read = await backfill(services.engine, batch=1)
+    # then: the two without any are read, and now name who they named
+    assert read == 2
+    async with services.db() as session:
+        stored = await entity_repository.of_articles(session, ids)
+    assert all("per:alexei navalny" in {e.key for e in stored[i]} for i in ids)
+    assert await backfill(services.engine) == 0
+
+
+def test_the_evaluation_scores_each_kind(tmp_path: Path) -> None:
+    labelled = [
+        {"title": "Angela Merkel visits Paris", "entities": [["Angela Merkel", "PER"], ["Paris", "LOC"]]},
+        {"title": "Kodak CEO Jim Continenza sells", "summary": "", "language": "en",
+         "entities": [["Kodak", "ORG"], ["Jim Continenza", "PER"], ["Rochester", "LOC"]]},
+    ]  # fmt: skip
+    path = tmp_path / "labelled.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in labelled))
+    result = evaluate_entities(path)
+    assert result["PER"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "gold": 2}
+    assert result["LOC"] == {"precision": 1.0, "recall": 0.5, "f1": 0.667, "gold": 2}
+    assert result["articles"] == 2

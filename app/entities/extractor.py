@@ -58,11 +58,11 @@ def entity_key(kind: str, name: str) -> str:
 
 def extract(title: str, summary: str = "", language: str | None = None) -> list[Entity]:
     """Entities of a headline and summary, most mentioned first."""
-    return list(_extract(title[:MAX_TEXT], summary[:MAX_TEXT], language))
+    return list(_cached(title[:MAX_TEXT], summary[:MAX_TEXT], language))
 
 
-@functools.lru_cache(maxsize=4096)  # an article is understood, then clustered by the same worker: extracted once
-def _extract(title: str, summary: str, language: str | None) -> tuple[Entity, ...]:
+def extract_uncached(title: str, summary: str = "", language: str | None = None) -> tuple[Entity, ...]:
+    """As `extract`, computed every time (for measuring its speed)."""
     title, summary = _NOISE.sub(" ", title[:MAX_TEXT]), _NOISE.sub(" ", summary[:MAX_TEXT])
     if not any(c.isupper() for c in title + summary):
         return ()
@@ -80,6 +80,10 @@ def _extract(title: str, summary: str, language: str | None) -> tuple[Entity, ..
     return tuple(Entity(key, f.name, f.kind, f.count, f.role) for key, f in ranked[:MAX_ENTITIES])
 
 
+# an article is understood, then clustered, by the same worker: its text is read once
+_cached = functools.lru_cache(maxsize=4096)(extract_uncached)
+
+
 def _stopwords(language: str | None) -> frozenset[str]:
     return (stopwords(language) | NOT_NAMES) - NAME_STARTS
 
@@ -92,7 +96,10 @@ def _common_english() -> frozenset[str]:
 
 def _headline_case(title: str) -> bool:
     words = [w for w in title.split() if len(w) > 3 and w[:1].isalpha()]
-    return len(words) >= 4 and sum(w[:1].isupper() for w in words) >= HEADLINE_CASE_SHARE * len(words)
+    capitals = [w for w in words if w[:1].isupper()]
+    if len(words) < 4 or len(capitals) < HEADLINE_CASE_SHARE * len(words):
+        return False  # "Angela Merkel visits Paris" is written in sentence case
+    return len(capitals) == len(words) or any(w.casefold() in _common_english() for w in capitals)
 
 
 def _confirmed(phrase: Phrase, confirmed: set[str]) -> bool:
