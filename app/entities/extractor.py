@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import stopwordsiso
 
 from app.entities.gazetteer import place_form, places
-from app.entities.kinds import HONORIFICS, NOT_NAMES, ROLES, demonym, is_acronym, kind_of
+from app.entities.kinds import HONORIFICS, NOT_NAMES, ORG_LAST, ROLES, demonym, is_acronym, kind_of
 from app.entities.phrases import Phrase, phrases
 from app.text.word_forms import fold_accents, stopwords
 
@@ -161,8 +161,12 @@ def _strip(words: tuple[str, ...], stop: frozenset[str]) -> tuple[str | None, tu
     role = None
     while words and place_form(" ".join(words)) not in places():
         head = words[0].casefold()
-        pair = " ".join(words[:2]).casefold()
-        if pair in ROLES and len(words) > 2:
+        pair, triple = " ".join(words[:2]).casefold(), " ".join(words[:3]).casefold()
+        if words[-1].casefold() in ORG_LAST and head in ROLES:  # "Justice Department" is no justice named Department
+            break
+        if triple in ROLES and len(words) > 3:
+            role, words = triple, words[3:]
+        elif pair in ROLES and len(words) > 2:
             role, words = pair, words[2:]
         elif (head in ROLES or head in HONORIFICS) and len(words) > 1:
             role, words = role or head, words[1:]

@@ -18,7 +18,7 @@ MIN_ALTERNATE = 4  # shorter alternate names are codes ("BRU") and abbreviations
 # Place names that are, in headlines, far more often something else
 NOT_PLACES = frozenset({
     "of", "police", "university", "orange", "victory", "march", "may", "mobile", "independence", "man", "best",
-    "hope", "bath", "reading", "split", "nice", "deal", "start", "opportunity", "union",
+    "hope", "bath", "reading", "split", "nice", "deal", "start", "opportunity", "union", "white house",
 })  # fmt: skip
 
 
@@ -38,5 +38,6 @@ def place_form(name: str) -> str:
 SHORT_PLACES = frozenset({
     "us", "u.s.", "usa", "uk", "u.k.", "britain", "great britain", "england", "scotland", "wales", "northern ireland",
     "nyc", "la", "l.a.", "dc", "washington", "nsw", "hong kong", "gaza", "west bank", "europe", "the philippines",
-    "south l.a.", "silicon valley", "middle east", "the gulf", "south east", "west midlands",
+    "south l.a.", "silicon valley", "middle east", "the gulf", "south east", "west midlands", "uae", "calif",
+    "calif.", "fla.", "ariz.",
 })  # fmt: skip

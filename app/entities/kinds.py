@@ -15,7 +15,7 @@ ROLES = {
     "pope": "pope", "chief constable": "chief constable", "judge": "judge", "justice": "justice",
     "speaker": "speaker", "health secretary": "health secretary", "foreign minister": "foreign minister",
     "opposition leader": "opposition leader", "treasurer": "treasurer", "attorney general": "attorney general",
-    "general": "general", "governor-general": "governor-general",
+    "general": "general", "governor-general": "governor-general", "secretary of state": "secretary of state",
     "bundeskanzler": "chancellor", "kanzler": "chancellor", "bundeskanzlerin": "chancellor",
     "präsident": "president", "präsidentin": "president", "président": "president", "présidente": "president",
     "presidente": "president", "premier ministre": "prime minister", "ministre": "minister",
@@ -51,6 +51,7 @@ coronavirus covid covid-19 sars-cov-2 breaking exclusive watch live opinion revi
 update explainer video photos podcast new year christmas easter monday tuesday wednesday thursday friday saturday
 sunday january february march april june july august september october november december tv ceo pm am gmt diy hgv
 qr vip lgbt lgbtq nyt faq ok q&a i.e covid19 brexit lockdown world news the you your we i it my a an may
+mondays tuesdays wednesdays thursdays fridays saturdays sundays weekend phl
 """
 NOT_NAMES = frozenset(_NOT_NAMES.split())
 # Peoples and faiths: capitalised, often repeated, and not an entity of their own ("German", "Muslim")
@@ -63,14 +64,14 @@ def kind_of(words: tuple[str, ...], places: frozenset[str]) -> str | None:
     """PER, ORG, LOC or None for a name without a role word before it."""
     folded = place_form(" ".join(words))
     first, last = words[0].casefold(), words[-1].casefold()
+    if (last in ORG_LAST and len(words) > 1) or (len(words) > 2 and first in ORG_FIRST and words[1] == "of"):
+        return "ORG"  # before the places: "White House", "Victoria Police"
     if folded in places or (first == "the" and folded[4:] in places):
         return "LOC"
-    if (last in ORG_LAST and len(words) > 1) or (len(words) > 2 and first in ORG_FIRST and words[1] == "of"):
-        return "ORG"
     if last in LOC_LAST and len(words) > 1:
         return "LOC"
     if len(words) == 1:
-        return "ORG" if is_acronym(words[0]) else None
+        return "ORG" if is_acronym(words[0]) or brand(words[0]) else None
     if all(w[:1].isupper() and not w.isupper() and w.replace("-", "").replace("'", "").isalpha() for w in words):
         return "PER" if len(words) <= 4 else None
     return "ORG"
@@ -87,3 +88,12 @@ def demonym(word: str) -> bool:
         and word[:1].isupper()
         and not word.isupper()
     )
+
+
+def brand(word: str) -> bool:
+    """A capital inside a word ("TikTok", "SpaceX", "ComfortDelGro") marks a company, unless it is a surname's
+    ("McEnany", "MacArthur", "O'Brien", "DeSantis") or joins two names ("Australia-EU")."""
+    letters = word.replace("'", "").replace("\u2019", "")
+    if word.isupper() or "-" in word or letters.startswith(("Mc", "Mac", "O", "De", "Di", "La", "Le", "Van")):
+        return False
+    return any(c.isupper() for c in letters[1:])

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from app.entities.gazetteer import place_form, places
 from app.text.segments import normalized
 
 _TOKEN = re.compile(r"[^\W_][\w]*(?:['\u2019.&-][\w]+)*\.?|[.,!?:;|\"\u201c\u201d\u2018()\[\]\u2014\u2013]|\s-\s|&")
@@ -25,7 +26,8 @@ def capitalised(word: str) -> bool:
     letters = [c for c in word if c.isalpha()]
     if not letters or not letters[0].isupper():
         return False
-    return not (len(letters) >= SHOUTED_LETTERS and all(c.isupper() for c in letters))
+    shouted = len(letters) >= SHOUTED_LETTERS and all(c.isupper() for c in letters)
+    return not shouted or place_form(word) in places()  # a dateline ("SINGAPORE -") names a place
 
 
 def phrases(text: str) -> Iterator[Phrase]:
