@@ -1,5 +1,5 @@
-"""The `newsagg` command: up, api, worker, migrate, opml, users, documents, reindex, prune, eval, topics, health,
-schema, settings."""
+"""The `newsagg` command: up, api, worker, migrate, opml, users, documents, reindex, prune, entities, eval,
+topics, health, schema, settings."""
 
 from __future__ import annotations
 
@@ -104,6 +104,9 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "prune", help="delete now what is past its retention, as the worker does hourly (embedded PostgreSQL if no URL)"
     )
     prune.add_argument("--dry-run", action="store_true", help="only count, by kind, what would be deleted")
+    entity_commands = commands.add_parser("entities", help="named entities of stored articles").add_subparsers(
+        dest="entities_command", required=True, metavar="WHAT")  # fmt: skip
+    entity_commands.add_parser("backfill", help="extract the entities of articles stored before entities were")
     evaluation = commands.add_parser("eval", help="measure the understanding of the news on labelled data")
     evaluations = evaluation.add_subparsers(dest="eval_command", required=True, metavar="WHAT")
     clustering = evaluations.add_parser("clustering", help="story clustering: B-cubed precision/recall/F1 (JSON)")
@@ -117,6 +120,9 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     topics.add_argument("--csv", type=Path, required=True, help="AG News (label, title, description) or BBC CSV")
     topics.add_argument("--folds", type=int, default=0, help="also train in-domain by K-fold cross-validation")
     topics.add_argument("--seed", type=int, default=0)
+    entities = evaluations.add_parser("entities", help="named entities: precision/recall/F1 per kind (JSON)")
+    entities.add_argument("--jsonl", type=Path, required=True,
+                          help="labelled lines: {title, summary, entities: [[name, PER|ORG|LOC], ...]}")  # fmt: skip
     languages = evaluations.add_parser("languages", help="language detection on headline-length snippets (JSON)")
     languages.add_argument("--tsv", type=Path, help="language<TAB>sentence lines (default: the eld test set)")
     languages.add_argument("--english", type=Path, nargs="*", default=[],
@@ -210,6 +216,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return _reindex(settings, args.since)
     if args.command == "prune":
         return retention.prune(settings, args.dry_run)
+    if args.command == "entities":
+        return _backfill_entities(settings)
     if args.command == "eval":
         return evaluation.evaluate(args)
     if args.command == "topics":
@@ -265,6 +273,17 @@ def _progress_bar(done: int, total: int, width: int = 40) -> None:
     sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} "
                      f"({100 * done // max(total, 1)}%){end}")  # fmt: skip
     sys.stderr.flush()
+
+
+def _backfill_entities(settings: Settings) -> int:
+    from app.entities.backfill import backfill
+
+    async def run(engine: AsyncEngine) -> int:
+        done = await backfill(engine, progress=lambda n: print(f"\r{n:,} articles read", end="", file=sys.stderr))
+        print(f"\n{done} articles without entities read; those naming any now have them")
+        return 0
+
+    return database.with_database(settings, run)
 
 
 def _reindex(settings: Settings, since: datetime | None) -> int:

@@ -3,6 +3,7 @@
 from app.articles.models import Article
 from app.db.base import Base
 from app.documents.models import TrustedDocument
+from app.entities.models import ArticleEntity
 from app.outbox.models import OutboxEvent
 from app.search.models import SearchTerm
 from app.sources.models import CrawlSchedule, FetchLog, Source
@@ -22,6 +23,7 @@ from app.workers.models import Worker
 __all__ = [
     "ApiKey",
     "Article",
+    "ArticleEntity",
     "Base",
     "CrawlSchedule",
     "FetchLog",

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +205,17 @@ def count_queries(services: Services) -> Iterator[list[str]]:
         yield statements
     finally:
         event.remove(services.engine.sync_engine, "before_cursor_execute", record)
+
+
+async def statements_per_page(gql: GraphQLClient, services: Services, query: str, sizes: Iterable[int]) -> list[int]:
+    """How many SQL statements `query` takes with `$n` at each size: equal counts mean no N+1."""
+    counts = []
+    for n in sizes:
+        with count_queries(services) as statements:
+            reply = await gql.post(query, {"n": n})
+        assert not reply.get("errors"), reply
+        counts.append(len(statements))
+    return counts
 
 
 class GraphQLClient:

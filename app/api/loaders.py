@@ -12,6 +12,8 @@ from strawberry.dataloader import DataLoader
 
 from app.articles import repository as articles
 from app.articles.models import Article
+from app.entities import repository as entities
+from app.entities.repository import NamedEntity
 from app.sources import repository as sources
 from app.sources.models import CrawlSchedule, Source
 from app.stories import repository as stories
@@ -47,6 +49,8 @@ class Loaders:
     story_by_id: DataLoader[int, StoryCluster | None]
     coverage_by_story: DataLoader[CoverageRequest, CoveragePage]
     latest_articles_by_story: DataLoader[tuple[int, int], list[Article]]  # (story id, how many)
+    entities_by_article: DataLoader[int, list[NamedEntity]]
+    entities_by_story: DataLoader[tuple[int, int], list[NamedEntity]]  # (story id, how many)
 
     @classmethod
     def for_event(cls, db: async_sessionmaker[AsyncSession], event: dict[str, Any]) -> Loaders:
@@ -68,6 +72,8 @@ class Loaders:
             story_by_id=_stories(db),
             coverage_by_story=_coverage(db, source_by_id),
             latest_articles_by_story=_latest_articles(db, source_by_id),
+            entities_by_article=_entities_of_articles(db),
+            entities_by_story=_entities_of_stories(db),
         )
 
 
@@ -117,5 +123,23 @@ def _latest_articles(
         for article, _ in rows:
             by_story[article.cluster_id].append(article)
         return [by_story[story][:limit] for story, limit in keys]
+
+    return DataLoader(load_fn=load)
+
+
+def _entities_of_articles(db: async_sessionmaker[AsyncSession]) -> DataLoader[int, list[NamedEntity]]:
+    async def load(ids: list[int]) -> list[list[NamedEntity]]:
+        async with db() as session:
+            found = await entities.of_articles(session, ids)
+        return [found.get(i, []) for i in ids]
+
+    return DataLoader(load_fn=load)
+
+
+def _entities_of_stories(db: async_sessionmaker[AsyncSession]) -> DataLoader[tuple[int, int], list[NamedEntity]]:
+    async def load(keys: list[tuple[int, int]]) -> list[list[NamedEntity]]:
+        async with db() as session:
+            found = await entities.of_stories(session, list({s for s, _ in keys}), limit=max(n for _, n in keys))
+        return [found.get(story, [])[:limit] for story, limit in keys]
 
     return DataLoader(load_fn=load)

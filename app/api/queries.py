@@ -16,6 +16,7 @@ from app.api.relay import after_id_key, after_time_key, build_connection, id_of,
 from app.api.search import SearchConnection
 from app.api.search import search as search_articles
 from app.api.trending import TrendingStory, trending_stories
+from app.api.trending_entities import TrendingEntity, trending_entities
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import CURSOR_KIND as BREAKING_CURSOR
 from app.api.types.breaking import BreakingEvent
@@ -201,6 +202,11 @@ class Query:
 
     trending: list[TrendingStory] = strawberry.field(
         resolver=trending_stories, description="Stories gaining articles and readers fastest in the window (public)."
+    )
+    trending_entities: list[TrendingEntity] = strawberry.field(
+        resolver=trending_entities,
+        description="People, organisations and places being named fastest now: articles naming each in the window "
+        "beyond their rate before it, for the topics and languages (ISO 639-1) given (public).",
     )
     rate_limit: RateLimit | None = strawberry.field(
         resolver=rate_limit, description="Your points budget, GitHub's way (`dryRun: true` prices the query only)."

@@ -1,6 +1,6 @@
-"""Understanding a new article, before it joins a story: its SimHash fingerprint, language and topics; and whether
-it is a near-duplicate (a syndicated or re-posted article, SimHash within distance 3), marked as a copy of the
-earliest such article of the last 48 hours, its original."""
+"""Understanding a new article, before it joins a story: its SimHash fingerprint, language, topics and named
+entities; and whether it is a near-duplicate (a syndicated or re-posted article, SimHash within distance 3), marked
+as a copy of the earliest such article of the last 48 hours, its original."""
 
 from __future__ import annotations
 
@@ -14,14 +14,20 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.articles import repository as articles
 from app.articles.labels import label
 from app.articles.simhash import NEAR_DUPLICATE_DISTANCE, bands, hamming, simhash
+from app.entities import repository as entities
+from app.entities.extractor import Entity, extract
 
 WINDOW = timedelta(hours=48)
+Named = dict[int, list[Entity]]
 
 
-def _understand(targets: list[articles.UnderstandTarget]) -> dict[int, articles.Understanding]:
+def _understand(targets: list[articles.UnderstandTarget]) -> tuple[dict[int, articles.Understanding], Named]:
     labels = label([(t.title, t.summary, t.declared_language) for t in targets])
-    return {t.id: articles.Understanding(fp := simhash(f"{t.title}\n{t.summary}"), bands(fp), found.language,
-                                         found.topics) for t, found in zip(targets, labels, strict=True)}  # fmt: skip
+    understood = {
+        t.id: articles.Understanding(fp := simhash(f"{t.title}\n{t.summary}"), bands(fp), found.language, found.topics)
+        for t, found in zip(targets, labels, strict=True)
+    }
+    return understood, {t.id: extract(t.title, t.summary, understood[t.id].language) for t in targets}
 
 
 async def understand_articles(db: AsyncEngine, article_ids: Sequence[int], *, now: datetime) -> dict[int, int]:
@@ -31,8 +37,9 @@ async def understand_articles(db: AsyncEngine, article_ids: Sequence[int], *, no
         targets = await articles.understand_targets(connection, article_ids)
         if not targets:
             return {}
-        found = await asyncio.to_thread(_understand, targets)
+        found, named = await asyncio.to_thread(_understand, targets)
         await articles.set_understanding(connection, found)
+        await entities.save(connection, named)
         keys = sorted({key for u in found.values() for key in u.bands})
         by_band: dict[int, list[tuple[int, int]]] = defaultdict(list)  # two copies always share a band
         for neighbour_id, other in await articles.band_neighbours(connection, keys, since=now - WINDOW):

@@ -14,6 +14,10 @@ def evaluate(args: argparse.Namespace) -> int:
         from app.topics.evaluation import evaluate as evaluate_topics
 
         result = evaluate_topics(args.csv, folds=args.folds, seed=args.seed)
+    elif args.eval_command == "entities":
+        from app.entities.evaluation import evaluate as evaluate_entities
+
+        result = evaluate_entities(args.jsonl)
     elif args.eval_command == "languages":
         from app.articles.language_eval import evaluate as evaluate_languages
 

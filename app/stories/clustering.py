@@ -20,6 +20,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from app.entities.evidence import entity_terms, role_clash
+from app.entities.extractor import extract
 from app.stories.text_features import terms
 
 TOP_TERMS = 50  # a story is found through its strongest terms
@@ -295,6 +297,7 @@ class StoryClusterer:
 
     def assign(self, state: StoryState, article: IncomingArticle) -> int:
         counts = terms(article.title, article.summary, article.language)
+        counts.update(entity_terms(extract(article.title, article.summary, article.language)))  # app/entities/evidence
         state.observe(counts)
         idf = {w: state.idf(w) for w in counts}
         vector = {w: c * idf[w] for w, c in counts.items()}
@@ -307,6 +310,7 @@ class StoryClusterer:
                 continue
             centroid = story.centroid
             score = sum(q * centroid.get(w, 0.0) for w, q in query.items()) / (length * story.norm)
+            score -= role_clash(counts, centroid)
             if score >= best_score:
                 best, best_score = story, score
         if best is None:

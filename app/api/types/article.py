@@ -13,6 +13,7 @@ from app.api.context import Info
 from app.api.filters import topics_of
 from app.api.relay import load_nodes
 from app.api.scalars import BigInt
+from app.api.types.entity import EntityNode
 from app.api.types.enums import TopicEnum
 from app.api.types.source import SourceNode
 from app.articles.models import Article
@@ -58,6 +59,11 @@ class ArticleNode(relay.Node):
             return None
         row = await info.context.loaders.article_by_id.load(self.duplicate_of_id)
         return ArticleNode.from_model(row) if row else None
+
+    @strawberry.field(description="The people, organisations and places its headline and summary name, most named "
+                                  "first.")  # fmt: skip
+    async def entities(self, info: Info) -> list[EntityNode]:
+        return [EntityNode.of(e) for e in await info.context.loaders.entities_by_article.load(self.id)]
 
     @strawberry.field(description="The source that published this article.")
     async def source(self, info: Info) -> SourceNode:

@@ -13,6 +13,7 @@ from app.api.filters import topics_of
 from app.api.relay import load_nodes, page_size
 from app.api.types.article import ArticleNode
 from app.api.types.coverage import CoverageGroupConnection, after_key
+from app.api.types.entity import EntityNode
 from app.api.types.enums import TopicEnum
 from app.stories.models import StoryCluster
 from app.stories.repository import CoverageRequest
@@ -49,6 +50,12 @@ class StoryNode(relay.Node):
         request = CoverageRequest(self.id, size, after_key(self.id, after))
         page = await info.context.loaders.coverage_by_story.load(request)
         return CoverageGroupConnection.from_page(self.id, page, had_cursor=after is not None)
+
+    @strawberry.field(description="The people, organisations and places its articles name, the most articles first "
+                                  "(copies not counted).")  # fmt: skip
+    async def entities(self, info: Info, first: int | None = None) -> list[EntityNode]:
+        size = page_size(first, info.context.services.settings)
+        return [EntityNode.of(e) for e in await info.context.loaders.entities_by_story.load((self.id, size))]
 
     @strawberry.field(
         description="The story's articles, newest first.",

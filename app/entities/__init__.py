@@ -1,0 +1,1 @@
+"""Named entities: the people, organisations and places an article names, as a signal for stories and trends."""

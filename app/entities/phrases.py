@@ -1,0 +1,65 @@
+"""Capitalised phrases of a text: runs of capitalised words ("Angela Merkel", "Bank of England"), each with the
+title word before it ("President", "Mr") and whether it opens a sentence (where any word is capitalised)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from app.entities.gazetteer import place_form, places
+from app.text.segments import normalized
+
+_TOKEN = re.compile(r"[^\W_][\w]*(?:['\u2019.&-][\w]+)*\.?|[.,!?:;|\"\u201c\u201d\u2018()\[\]\u2014\u2013]|\s-\s|&")
+_BREAK = frozenset('.,!?:;|"\u201c\u201d\u2018()[]\u2014\u2013') | {" - "}
+CONNECTORS = frozenset({"of", "de", "la", "del", "van", "von", "der", "da", "al", "bin", "du", "di", "&", "y"})
+SHOUTED_LETTERS = 6  # an all-capitals word this long is emphasis ("MONTHS"), not a name ("NASA")
+
+
+@dataclass(frozen=True, slots=True)
+class Phrase:
+    words: tuple[str, ...]
+    sentence_start: bool
+
+
+def capitalised(word: str) -> bool:
+    letters = [c for c in word if c.isalpha()]
+    if not letters or not letters[0].isupper():
+        return False
+    shouted = len(letters) >= SHOUTED_LETTERS and all(c.isupper() for c in letters)
+    return not shouted or place_form(word) in places()  # a dateline ("SINGAPORE -") names a place
+
+
+def phrases(text: str) -> Iterator[Phrase]:
+    """Every maximal run of capitalised words (connectors allowed inside), in reading order."""
+    run: list[str] = []
+    starts, run_start = True, True
+    for token in _TOKEN.findall(normalized(text)):
+        token = token.strip()
+        if token in _BREAK or (token.endswith(".") and len(token) > 3 and not capitalised(token)):
+            yield from _close(run, run_start)
+            run, starts = [], True
+            continue
+        if capitalised(token) or (run and token.casefold() in CONNECTORS):
+            if not run:
+                run_start = starts
+            ends = token.endswith(".") and len(token) > 4 and "." not in token[:-1]  # "Collins." ends a sentence
+            if token[-2:] in ("'s", "\u2019s") or ends:  # "Russia's Alexey Navalny" is two names
+                run.append(token[:-2] if not ends else token[:-1])
+                yield from _close(run, run_start)
+                run = []
+                starts = ends
+                continue
+            run.append(token)
+        else:
+            yield from _close(run, run_start)
+            run = []
+        starts = token.endswith(".") and not capitalised(token)
+    yield from _close(run, run_start)
+
+
+def _close(run: list[str], sentence_start: bool) -> Iterator[Phrase]:
+    while run and run[-1].casefold() in CONNECTORS:
+        run = run[:-1]
+    if run:
+        yield Phrase(tuple(w.rstrip(".") if len(w) > 3 and w.count(".") == 1 else w for w in run), sentence_start)

@@ -1,0 +1,20 @@
+"""Entities for the edge: an article's, a story's (over its articles) and what is trending, each in one query."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from app.db.engine import Executor
+from app.entities import repository
+from app.entities.trending import BASELINE_WINDOWS, EntityTrend, ranked
+from app.trending.windows import TrendingWindow
+
+
+async def trending_entities(
+    db: Executor, window: TrendingWindow, *, now: datetime, languages: Sequence[str], topics: Sequence[str], limit: int
+) -> list[EntityTrend]:
+    span = window.span
+    found = await repository.mentions(db, now=now, start=now - span, since=now - span * (1 + BASELINE_WINDOWS),
+                                      languages=languages, topics=topics)  # fmt: skip
+    return ranked(found, span, limit)

@@ -1,0 +1,124 @@
+"""Named entities: extraction from headlines in several languages and scripts, hostile text, the kinds, and entities
+as evidence for stories."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from app.entities.evidence import CLASH_PENALTY, ENTITY_WEIGHT, entity_terms, role_clash
+from app.entities.extractor import MAX_ENTITIES, MAX_TEXT, extract
+from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState
+
+NOW = datetime(2026, 11, 25, 12, tzinfo=UTC)
+
+
+def named(title: str, summary: str = "", language: str | None = "en") -> dict[str, str]:
+    return {e.name: e.kind for e in extract(title, summary, language)}
+
+
+def test_people_organisations_and_places_of_an_english_headline() -> None:
+    found = named(
+        "Merkel says Germany will back Airbus rescue as Paris talks stall",
+        "Chancellor Angela Merkel told the Bundestag on Tuesday that the European Commission must approve the plan.",
+    )
+    assert found == {"Angela Merkel": "PER", "Germany": "LOC", "Paris": "LOC", "European Commission": "ORG"}
+
+
+def test_a_surname_alone_is_the_person_named_in_full() -> None:
+    [person, *_] = extract("Johnson slams brakes on lockdown easing", "Prime Minister Boris Johnson said Mr Johnson's "
+                           "team would wait.")  # fmt: skip
+    assert (person.name, person.kind, person.count, person.role) == ("Boris Johnson", "PER", 3, "prime minister")
+    assert person.key == "per:boris johnson"
+
+
+def test_roles_split_names_and_acronyms_are_organisations() -> None:
+    found = named("Kodak CEO Jim Continenza got options before NASA deal", "")
+    assert found == {"Kodak": "ORG", "Jim Continenza": "PER", "NASA": "ORG"}  # the name before "CEO" is its company
+    assert {e.name: e.role for e in extract("Kodak CEO Jim Continenza got options")}["Jim Continenza"] == (
+        "chief executive"
+    )
+
+
+def test_first_words_and_common_capitals_are_not_names() -> None:
+    assert named("Pregnant teenager fighting for her life after crash") == {}
+    assert named("Coronavirus: Dentists facing critical shortage of kit") == {}
+    assert named("Stock Market Live Tracker During Coronavirus Pandemic", "The latest on markets.") == {}
+    # a headline in headline case keeps only what its summary or the gazetteer confirms
+    summary = "Elon Musk tweeted that Tesla stock was too high. Tesla fell."
+    assert named("Tesla Stock Tanks After Musk Tweets", summary) == {"Elon Musk": "PER", "Tesla": "ORG"}
+
+
+def test_one_entity_across_spellings() -> None:
+    keys = {e.key for e in extract("U.S. and US officials meet in São Paulo", "Officials in Sao Paulo said so.")}
+    assert keys == {"loc:us", "loc:sao paulo"}
+
+
+@pytest.mark.parametrize(
+    ("language", "title", "summary", "expected"),
+    [
+        ("de", "Scholz trifft Macron in Berlin", "Bundeskanzler Olaf Scholz empfing Emmanuel Macron am Montag.",
+         {"Olaf Scholz": "PER", "Emmanuel Macron": "PER", "Berlin": "LOC"}),
+        ("fr", "Emmanuel Macron reçu par la Commission européenne à Bruxelles", "",
+         {"Emmanuel Macron": "PER", "Bruxelles": "LOC"}),
+        ("ru", "Владимир Путин прибыл в Москву", "Как сообщает пресс-служба, Владимир Путин встретится с "
+         "губернатором.", {"Владимир Путин": "PER"}),
+        ("es", "Pedro Sánchez visita Madrid", "El presidente Pedro Sánchez habló en Madrid.",
+         {"Pedro Sánchez": "PER", "Madrid": "LOC"}),
+    ],
+)  # fmt: skip
+def test_languages_with_capitals_get_names(language: str, title: str, summary: str, expected: dict[str, str]) -> None:
+    assert named(title, summary, language).items() >= expected.items()
+
+
+@pytest.mark.parametrize(
+    "title",
+    ["习近平会见美国总统拜登", "東京五輪、無観客で開催へ", "윤석열 대통령 미국 방문", "นายกรัฐมนตรีเยือนญี่ปุ่น",
+     "بايدن يلتقي ماكرون في باريس", "नरेंद्र मोदी अमेरिका पहुंचे"],
+)  # fmt: skip
+def test_scripts_without_capitals_get_none_rather_than_noise(title: str) -> None:
+    assert extract(title, title, None) == []
+
+
+def test_hostile_text_is_handled() -> None:
+    huge = "Angela Merkel met Emmanuel Macron. " * 200_000 + "Olaf Scholz came last."  # 7 MB of summary
+    found = extract("Merkel meets Macron", huge)
+    assert {e.name for e in found} == {"Angela Merkel", "Emmanuel Macron"}  # its first MAX_TEXT characters only
+    assert len(huge) > 1000 * MAX_TEXT
+    odd = "\u200bAngela\u200d Merkel\u202e \U0001f600 Ma\u0301cron\x00 \ufeffÉLYSÉE \u0000 " + "\u0301" * 1000
+    assert all(e.kind in ("PER", "ORG", "LOC") for e in extract(odd, odd))
+    names = " ".join(f"Person{n} Surname{n}," for n in range(500))
+    assert len(extract("Roll call", names)) == MAX_ENTITIES
+    assert extract("", "") == []
+    assert extract("   ", "\n\n") == []
+    assert extract("ALL CAPS HEADLINE ABOUT NOTHING", "") == []
+
+
+def test_entities_are_terms_and_a_role_held_by_someone_else_is_counter_evidence() -> None:
+    khan = entity_terms(extract("Mayor bans cars", "Mayor Sadiq Khan announced the ban."))
+    burnham = entity_terms(extract("Mayor bans cars", "Mayor Andy Burnham announced the ban."))
+    assert khan == {"@per:sadiq khan": ENTITY_WEIGHT, "@mayor=per:sadiq khan": ENTITY_WEIGHT}
+    assert role_clash(burnham, khan) == CLASH_PENALTY
+    assert role_clash(khan, khan | burnham) == 0.0  # the story gives the role to him too
+    assert role_clash(khan, {"mayor": 1.0}) == 0.0  # a story that names no mayor
+
+
+def test_a_different_person_in_the_same_role_starts_another_story() -> None:
+    # given: a story about one mayor's ban, and two later articles worded alike, one naming another mayor
+    first = ("Mayor bans diesel cars from city centre", "Mayor Sadiq Khan said the ban starts in May.")
+    same = ("City centre to ban diesel vans", "Mayor Sadiq Khan said the ban starts in June.")
+    other = ("City centre to ban diesel vans", "Mayor Andy Burnham said the ban starts in June.")
+    background = ["Stocks fall as oil prices rise", "Apple unveils new iPhone", "Storm hits the coast of Florida",
+                  "Football club sacks manager", "Central bank holds rates", "Mayor opens new library"] * 3  # fmt: skip
+
+    def stories(texts: list[tuple[str, str]]) -> list[int]:
+        clusterer, state = StoryClusterer(ClusteringPolicy(threshold=0.45)), StoryState()
+        for k, title in enumerate(background):
+            clusterer.assign(state, IncomingArticle(100 + k, title, "", "wire", NOW))
+        return [clusterer.assign(state, IncomingArticle(k, title, summary, f"o{k}", NOW + timedelta(minutes=k)))
+                for k, (title, summary) in enumerate(texts)]  # fmt: skip
+
+    # when / then
+    assert len(set(stories([first, same]))) == 1
+    assert len(set(stories([first, other]))) == 2
