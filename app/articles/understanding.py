@@ -14,12 +14,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.articles import repository as articles
 from app.articles.labels import label
 from app.articles.simhash import NEAR_DUPLICATE_DISTANCE, bands, hamming, simhash
+from app.observability.work import count_understood
 
 WINDOW = timedelta(hours=48)
 
 
 def _understand(targets: list[articles.UnderstandTarget]) -> dict[int, articles.Understanding]:
     labels = label([(t.title, t.summary, t.declared_language) for t in targets])
+    count_understood([found.topics for found in labels])
     return {t.id: articles.Understanding(fp := simhash(f"{t.title}\n{t.summary}"), bands(fp), found.language,
                                          found.topics) for t, found in zip(targets, labels, strict=True)}  # fmt: skip
 
