@@ -6,6 +6,7 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app.articles.labels import label
@@ -117,14 +118,20 @@ def test_the_topic_model_round_trips_and_refuses_a_foreign_file(tmp_path: Path) 
     (tmp_path / "bad.npz").write_bytes(b"not a model")
     with pytest.raises(ValueError):
         TopicModel.load(tmp_path / "bad.npz")
+    with np.load(tmp_path / "m.npz") as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    meta = json.loads(str(arrays["meta"]))
+    np.savez(tmp_path / "words.npz", **{**arrays, "meta": np.array(json.dumps({**meta, "version": 1}))})
+    with pytest.raises(ValueError, match="train it again"):
+        TopicModel.load(tmp_path / "words.npz")  # unstemmed words: its weights would land on the wrong features
 
 
 def test_shipped_topics_on_the_labelled_dev_sets(shared_data: Path) -> None:
-    """A floor under the shipped classifier on the dev files (measured: AG 0.814, BBC 0.925; the keyword baseline
+    """A floor under the shipped classifier on the dev files (measured: AG 0.822, BBC 0.926; the keyword baseline
     0.758 and 0.908)."""
     ag = evaluate_topics(shared_data / "topics" / "ag_news_dev.csv")
     bbc = evaluate_topics(shared_data / "topics" / "bbc_news_dev.csv")
-    assert ag["accuracy"] >= 0.8
+    assert ag["accuracy"] >= 0.81
     assert bbc["accuracy"] >= 0.915
     assert ag["accuracy"] > ag["keywords_only"]["accuracy"]
     assert bbc["accuracy"] > bbc["keywords_only"]["accuracy"]
