@@ -6,6 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from prometheus_client import REGISTRY
 from sqlalchemy import func, select
 
 from app.articles.models import Article
@@ -42,6 +43,10 @@ async def stored(services: Services, settings: Settings, titles: list[str], star
                              now + timedelta(seconds=k), k)  # fmt: skip
             ids += [a.id for a in await insert_new(session, [new])]
     return ids
+
+
+def understood(topic: str) -> float:
+    return REGISTRY.get_sample_value("newsagg_articles_understood_total", {"topic": topic}) or 0.0
 
 
 async def stories(services: Services) -> list[StoryCluster]:
@@ -156,7 +161,9 @@ async def test_a_slow_story_from_few_outlets_never_breaks(services: Services, se
 async def test_stories_carry_their_articles_topics_and_languages(gql: Any, services: Services,
                                                                  settings: Settings) -> None:  # fmt: skip
     ids = await stored(services, settings, [*APPLE, "Le gouvernement annonce une réforme des retraites en France"])
+    before = [understood(topic) for topic in ("known", "unknown")]
     await understand_articles(services.engine, ids, now=datetime.now(UTC))
+    assert [understood(topic) - was for topic, was in zip(("known", "unknown"), before, strict=True)] == [3, 1]
     await cluster_articles(services.engine, ids)
     query = """{ stories(first: 10, topics: [TECHNOLOGY]) { edges { node { title topics languages
                  articles(first: 5) { language topics } } } } }"""
@@ -165,8 +172,8 @@ async def test_stories_carry_their_articles_topics_and_languages(gql: Any, servi
     assert apple["topics"][0] == "TECHNOLOGY"
     assert apple["languages"] == ["en"]
     assert {a["language"] for a in apple["articles"]} == {"en"}
-    french = await gql.post('{ articles(first: 5, languages: ["fr"]) { edges { node { title language } } } }')
-    assert [e["node"]["language"] for e in french["data"]["articles"]["edges"]] == ["fr"]
+    french = await gql.post('{ articles(first: 5, languages: ["fr"]) { edges { node { language topics } } } }')
+    assert [e["node"] for e in french["data"]["articles"]["edges"]] == [{"language": "fr", "topics": []}]
     bad = await gql.post('{ articles(first: 5, languages: ["not a code"]) { edges { node { id } } } }')
     assert bad["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
 

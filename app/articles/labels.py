@@ -15,7 +15,8 @@ class Labels:
 
 
 def label(texts: list[tuple[str, str, str | None]]) -> list[Labels]:
-    """(title, summary, the source's declared language) -> labels, in order. CPU-bound: run it in a thread."""
-    topics = topics_of([(title, summary) for title, summary, _ in texts])
-    return [Labels(article_language(title, summary, declared), found)
-            for (title, summary, declared), found in zip(texts, topics, strict=True)]  # fmt: skip
+    """(title, summary, the source's declared language) -> labels, in order: topics only for an article in a language
+    the topic classifier reads (app/topics/classifier.py), none otherwise. CPU-bound: run it in a thread."""
+    languages = [article_language(title, summary, declared) for title, summary, declared in texts]
+    topics = topics_of([(title, summary) for title, summary, _ in texts], languages)
+    return [Labels(language, found) for language, found in zip(languages, topics, strict=True)]

@@ -16,6 +16,7 @@ from app.articles.labels import label
 from app.articles.simhash import NEAR_DUPLICATE_DISTANCE, bands, hamming, simhash
 from app.entities import repository as entities
 from app.entities.extractor import Entity, extract
+from app.observability.work import count_understood
 
 WINDOW = timedelta(hours=48)
 Named = dict[int, list[Entity]]
@@ -23,6 +24,7 @@ Named = dict[int, list[Entity]]
 
 def _understand(targets: list[articles.UnderstandTarget]) -> tuple[dict[int, articles.Understanding], Named]:
     labels = label([(t.title, t.summary, t.declared_language) for t in targets])
+    count_understood([found.topics for found in labels])
     understood = {
         t.id: articles.Understanding(fp := simhash(f"{t.title}\n{t.summary}"), bands(fp), found.language, found.topics)
         for t, found in zip(targets, labels, strict=True)

@@ -1,6 +1,6 @@
-"""What the worker counts: every job's duration and failures, fetches by outcome, articles ingested, the time from an
-article's storing to its story, and how far the outbox relay, clustering and the search index trail (sampled by the
-worker every few seconds: app/observability/backlogs.py)."""
+"""What the worker counts: every job's duration and failures, fetches by outcome, articles ingested and understood
+(topic known or not), the time from an article's storing to its story, and how far the outbox relay, clustering and
+the search index trail (sampled by the worker every few seconds: app/observability/backlogs.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,11 @@ FETCHES = Counter(
     "Source refreshes by outcome: fetched, not_modified, failed, retry, deferred, skipped, superseded.", ["outcome"],
 )  # fmt: skip
 INGESTED = Counter("newsagg_articles_ingested", "New articles stored, by how they came (poll or push).", ["via"])
+UNDERSTOOD = Counter(
+    "newsagg_articles_understood",
+    "Articles labelled, by whether their topic is known or unknown (a language the topic classifier does not read).",
+    ["topic"],
+)  # fmt: skip
 CLUSTERING_LAG = Histogram(
     "newsagg_clustering_lag_seconds", "From an article's storing to its story.", buckets=_LONG[3:]
 )
@@ -63,6 +68,12 @@ def count_refresh(outcome: str, new_articles: int) -> None:
 
 def count_push(new_articles: int) -> None:
     INGESTED.labels("push").inc(new_articles)
+
+
+def count_understood(topics: list[list[str]]) -> None:
+    known = sum(1 for found in topics if found)
+    UNDERSTOOD.labels("known").inc(known)
+    UNDERSTOOD.labels("unknown").inc(len(topics) - known)
 
 
 def count_clustered(stored_at: Iterable[datetime | None], now: datetime) -> None:

@@ -1,4 +1,9 @@
-"""The shipped topic classifier: the keyword baseline and a trained model, averaged.
+"""The shipped topic classifier: the keyword baseline and a trained model, blended (a third keywords).
+
+Both halves read English only. An article in another language, or with no words at all, gets no topic: its topic is
+unknown (an empty list), never a guess. Measured on 80 Tagalog headlines of the Philippine feeds, labelled by hand:
+the classifier's first topic was right for 15 (none of the eight topics fits 39 of them), and no confidence threshold
+lifted its precision above a third while keeping more than three, so an article in another language is not guessed.
 
 The model (`model.npz`, hashed word ids and weights only: no text) was trained by `newsagg topics train` on 23.7k
 headlines and summaries of 24 public news feeds (the `gesab001/headlines` snapshots, 2020-2021), each labelled by
@@ -14,12 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
+from app.topics.features import tokens
 from app.topics.keywords import TOPICS, keyword_probabilities
 from app.topics.model import TopicModel
 from app.topics.weak_labels import AMBIGUOUS
 
 MODEL = Path(__file__).with_name("model.npz")
-KEYWORD_SHARE = 0.5
+KEYWORD_SHARE = 0.35  # chosen on the dev files (0.2 to 0.5 tried): the share at which neither loses against 0.5
+L2 = 1e-4  # ten times the learner's default: headlines from 2020 feeds must carry to other years and outlets
+MODEL_LANGUAGES = frozenset({"en"})  # the language of the feeds the model learned from and of the keywords
 SECOND_TOPIC = 0.6  # a second topic is kept when it is at least this fraction as likely as the first
 
 _lock = threading.Lock()
@@ -52,12 +60,20 @@ def probabilities(docs: list[tuple[str, str]], model: TopicModel | None = None) 
     return blend(*halves(docs, model))
 
 
-def topics_of(docs: list[tuple[str, str]]) -> list[list[str]]:
-    """Each article's topics, most likely first: one, or two when the second is nearly as likely."""
-    out = []
-    for row in probabilities(docs):
+def readable(doc: tuple[str, str], language: str | None) -> bool:
+    """Whether the classifier can say anything: English (or an undetected language) with at least one word."""
+    return (language is None or language in MODEL_LANGUAGES) and bool(tokens(f"{doc[0]} {doc[1]}", stop=False))
+
+
+def topics_of(docs: list[tuple[str, str]], languages: list[str | None] | None = None) -> list[list[str]]:
+    """Each article's topics, most likely first: one, or two when the second is nearly as likely; none (unknown)
+    when the article is not `readable` in its language (`languages`, one per article; None: not known)."""
+    languages = languages if languages is not None else [None] * len(docs)
+    known = [i for i, (doc, language) in enumerate(zip(docs, languages, strict=True)) if readable(doc, language)]
+    out: list[list[str]] = [[] for _ in docs]
+    for i, row in zip(known, probabilities([docs[i] for i in known]), strict=True):
         first, second = np.argsort(-row)[:2]
-        out.append([TOPICS[first]] + ([TOPICS[second]] if row[second] >= SECOND_TOPIC * row[first] else []))
+        out[i] = [TOPICS[first]] + ([TOPICS[second]] if row[second] >= SECOND_TOPIC * row[first] else [])
     return out
 
 
@@ -65,7 +81,7 @@ def train(rows: list[tuple[str, str, str]], *, keep: int = 10_000) -> TopicModel
     """A model from (title, summary, topic) rows. Rows labelled AMBIGUOUS (science or technology) are labelled by
     a first model trained on the rest, then everything is fitted again."""
     clear = [r for r in rows if r[2] != AMBIGUOUS]
-    model = TopicModel.train([(t, s) for t, s, _ in clear], [label for _, _, label in clear], TOPICS)
+    model = TopicModel.train([(t, s) for t, s, _ in clear], [label for _, _, label in clear], TOPICS, l2=L2)
     ambiguous = [r for r in rows if r[2] == AMBIGUOUS]
     if ambiguous:
         p = model.probabilities([(t, s) for t, s, _ in ambiguous])
@@ -73,5 +89,6 @@ def train(rows: list[tuple[str, str, str]], *, keep: int = 10_000) -> TopicModel
         resolved = [(t, s, "science" if row[science] >= row[technology] else "technology")
                     for (t, s, _), row in zip(ambiguous, p, strict=True)]  # fmt: skip
         everything = clear + resolved
-        model = TopicModel.train([(t, s) for t, s, _ in everything], [label for _, _, label in everything], TOPICS)
+        model = TopicModel.train([(t, s) for t, s, _ in everything], [label for _, _, label in everything], TOPICS,
+                                 l2=L2)  # fmt: skip
     return model.pruned(keep)

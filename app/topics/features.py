@@ -1,12 +1,17 @@
-"""Words of an article for topic classification, hashed to a fixed space (no vocabulary is stored anywhere)."""
+"""Words of an article for topic classification, stemmed (Snowball's English: "companies" and "company" are one
+feature, which carries what the model learned to word forms its training headlines did not use) and hashed to a
+fixed space (no vocabulary is stored anywhere)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 import mmh3
 import numpy as np
+
+from app.text.word_forms import stem
 
 _STOPWORD_TEXT = """
 a an the and or but if of to in on at by for with from as is are was were be been being it its this that these those
@@ -31,6 +36,11 @@ def tokens(text: str, *, stop: bool = True) -> list[str]:
     return words
 
 
+@functools.lru_cache(maxsize=1 << 17)  # headline words repeat: each is stemmed once
+def stemmed(word: str) -> str:
+    return stem(word, "en")
+
+
 @dataclass(frozen=True, slots=True)
 class Batch:
     """Sparse rows of hashed word counts: row index, column (hashed word) and count per non-zero."""
@@ -49,7 +59,7 @@ def featurize(docs: list[tuple[str, str]]) -> Batch:
         found: dict[int, float] = {}
         for text, weight in ((title, TITLE_WEIGHT), (summary, 1.0)):
             for word in tokens(text or ""):
-                column = mmh3.hash(word, HASH_SEED, signed=False) % DIMENSION
+                column = mmh3.hash(stemmed(word), HASH_SEED, signed=False) % DIMENSION
                 found[column] = found.get(column, 0.0) + weight
         rows += [i] * len(found)
         columns += found.keys()

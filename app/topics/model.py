@@ -9,6 +9,8 @@ import numpy as np
 
 from app.topics.features import DIMENSION, featurize
 
+FEATURES = 2  # 1: hashed words; 2: hashed English stems. A model is read only by the features it was trained on
+
 
 def _softmax(z: np.ndarray) -> np.ndarray:
     z = z - z.max(1, keepdims=True)
@@ -82,7 +84,7 @@ class TopicModel:
         return TopicModel(self.topics, self.columns[top], self.weights[top], self.bias, self.idf[top])
 
     def save(self, path: Path) -> None:
-        meta = {"topics": list(self.topics), "dimension": DIMENSION, "hash": "mmh3-32 seed 17", "version": 1}
+        meta = {"topics": list(self.topics), "dimension": DIMENSION, "hash": "mmh3-32 seed 17", "version": FEATURES}
         with path.open("wb") as handle:
             np.savez_compressed(handle, columns=self.columns.astype(np.int32), weights=self.weights.astype(np.float16),
                                 bias=self.bias.astype(np.float32), idf=self.idf.astype(np.float16),
@@ -92,8 +94,11 @@ class TopicModel:
     def load(cls, path: Path) -> TopicModel:
         with np.load(path, allow_pickle=False) as stored:
             meta = json.loads(str(stored["meta"]))
-            if meta.get("dimension") != DIMENSION:
-                raise ValueError(f"{path}: a model for {meta.get('dimension')} hashed features, not {DIMENSION}")
+            if (meta.get("dimension"), meta.get("version")) != (DIMENSION, FEATURES):
+                raise ValueError(
+                    f"{path}: a model for features {meta.get('version')} in {meta.get('dimension')} "
+                    f"dimensions, not {FEATURES} in {DIMENSION}: train it again (newsagg topics train)"
+                )
             return cls(tuple(meta["topics"]), stored["columns"].astype(np.int64),
                        stored["weights"].astype(np.float32), stored["bias"].astype(np.float32),
                        stored["idf"].astype(np.float32))  # fmt: skip

@@ -35,7 +35,8 @@ class ArticleNode(relay.Node):
         description="ISO 639-1 code: detected from the text when the detector is sure, else the source's language."
     )
     topics: list[TopicEnum] = strawberry.field(  # type: ignore[valid-type]
-        description="Most likely first; one, or two when close."
+        description="Most likely first; one, or two when close. Empty when unknown: an article in a language the "
+        "topic classifier does not read (English only today), or with no words."
     )
     content_hash: BigInt = strawberry.field(
         description="64-bit hash of the normalized title and summary: equal for exact copies."
