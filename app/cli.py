@@ -116,6 +116,13 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     clustering.add_argument("--folds", type=int, help="cross-validate: cluster each of K groups of stories alone")
     clustering.add_argument("--threshold", type=float, help="override the similarity threshold")
     clustering.add_argument("--min-shared", type=int, help="override the shared significant terms required")
+    clustering.add_argument(
+        "--errors",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also list the N costliest split and merged stories (not with --folds)",
+    )
     topics = evaluations.add_parser("topics", help="topic classification: accuracy and macro-F1 (JSON)")
     topics.add_argument("--csv", type=Path, required=True, help="AG News (label, title, description) or BBC CSV")
     topics.add_argument("--folds", type=int, default=0, help="also train in-domain by K-fold cross-validation")

@@ -7,7 +7,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from app.stories.clustering import IncomingArticle, StoryClusterer, StoryState
+from app.stories.bcubed import bcubed
+from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState, signature
+from app.stories.errors import story_errors
 from app.stories.evaluation import evaluate, read_labelled_csv
 from app.stories.text_features import terms
 from app.stories.velocity import measure
@@ -53,6 +55,34 @@ def test_stories_older_than_the_window_are_frozen() -> None:
     assert first != later
 
 
+GOX = ["Mt. Gox files for bankruptcy protection in Tokyo", "Mt. Gox bankruptcy filing after bitcoin losses",
+       "Gox chief apologises as exchange files for bankruptcy", "Bankrupt Gox exchange lost 850,000 bitcoins",
+       "Mt. Gox bankruptcy leaves bitcoin traders stranded", "Tokyo court receives Gox bankruptcy filing"]  # fmt: skip
+ELSEWHERE = [
+    "Apple unveils iPhone 6 with larger screen",
+    "Senators agree Fannie-Freddie overhaul",
+    "Chiquita to buy Fyffes",
+    "Bitcoin machine opens in London cafe",
+    "Traders wary ahead of Fed meeting",
+]
+
+
+def test_a_word_nearly_all_in_one_story_is_its_signature_and_brings_a_weaker_match_in() -> None:
+    """Given a story that holds every use of "Gox" (and bitcoin stories apart), when a headline shares the name
+    but less wording than the threshold asks, then it joins the story only with the signature's evidence."""
+    joined = []
+    for weight in (0.0, 0.5):
+        clusterer, state = StoryClusterer(ClusteringPolicy(threshold=0.4, signature_weight=weight)), StoryState()
+        placed = [clusterer.assign(state, IncomingArticle(k, title, "", f"o{k}", NOW + timedelta(minutes=k)))
+                  for k, title in enumerate(ELSEWHERE + GOX)]  # fmt: skip
+        gox = state.stories[placed[-1]]
+        assert signature(state, gox, {"gox": 1.0}, clusterer.policy) == 1.0
+        assert signature(state, gox, {"bitcoin": 1.0}, clusterer.policy) == 0.0  # also the London machine's
+        story = clusterer.assign(state, IncomingArticle(99, "Bitcoin traders weigh Gox claims", "", "x", NOW))
+        joined.append(story == gox.id)
+    assert joined == [False, True]
+
+
 def write_csv(path: Path) -> Path:
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["TITLE", "STORY", "PUBLISHER", "TIMESTAMP"])
@@ -79,6 +109,28 @@ def test_eval_command_prints_json_last(tmp_path: Path) -> None:
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert set(result) >= {"bcubed_precision", "bcubed_recall", "bcubed_f1", "stories_predicted",
                            "articles_per_second"}  # fmt: skip
+
+
+def test_error_analysis_names_split_and_merged_stories_and_their_costs_sum_to_the_loss() -> None:
+    predicted = [1, 1, 2, 3, 3, 3, 3]
+    gold = ["fed", "fed", "fed", "apple", "apple", "gm", "gm"]
+    headlines = ["Fed a", "Fed b", "Fed c", "Apple a", "Apple b", "GM a", "GM b"]
+    errors = story_errors(predicted, gold, headlines, lambda found: [f"term{found}"])
+    score = bcubed(predicted, gold)
+    assert [(e["story"], e["pieces"], e["singletons"], e["apart"]) for e in errors["split"]] == [
+        ("fed", 2, 1, ["Fed c"])]  # fmt: skip
+    assert errors["merged"][0]["terms"] == ["term3"]
+    assert [(label["story"], label["articles"]) for label in errors["merged"][0]["labels"]] == [("apple", 2), ("gm", 2)]
+    assert abs(sum(e["cost"] for e in errors["split"]) - (1 - score.recall)) < 1e-3
+    assert abs(sum(e["cost"] for e in errors["merged"]) - (1 - score.precision)) < 1e-3
+
+
+def test_eval_command_lists_errors(tmp_path: Path) -> None:
+    run = newsagg("eval", "clustering", "--csv", str(write_csv(tmp_path / "labels.csv")), "--order", "shuffled",
+                  "--errors", "3", timeout=60, check=True)  # fmt: skip
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert set(result["errors"]) == {"split", "merged"}
+    assert result["errors"]["merged"] == []  # the two events never merge (test above)
 
 
 def test_evaluation_reports_each_language(tmp_path: Path) -> None:

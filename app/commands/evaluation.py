@@ -40,7 +40,7 @@ def clustering(args: argparse.Namespace) -> dict[str, object]:
     rows = read_labelled_csv(args.csv)
     if args.folds:
         return cross_validate(rows, folds=args.folds, order=args.order, seed=args.seed, policy=policy)
-    return evaluate(rows, order=args.order, seed=args.seed, policy=policy)
+    return evaluate(rows, order=args.order, seed=args.seed, policy=policy, errors=args.errors)
 
 
 def train_topics(args: argparse.Namespace) -> int:

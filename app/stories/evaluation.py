@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import random
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,9 +19,11 @@ from typing import Any
 
 from app.articles.language import article_language
 from app.stories.bcubed import BCubed, bcubed
-from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState
+from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState, top_terms
+from app.stories.errors import story_errors
 
 SUMMARY_CHARS = 1000
+ERROR_TERMS = 8  # a merged story's strongest terms shown in the error analysis
 UNKNOWN = "unknown"  # the language of an article too short to tell (clustered as English)
 
 
@@ -77,8 +80,15 @@ def arrival_order(rows: list[LabelledArticle], order: str, seed: int) -> list[tu
 
 
 def evaluate(
-    rows: list[LabelledArticle], *, order: str = "time", seed: int = 0, policy: ClusteringPolicy | None = None
+    rows: list[LabelledArticle],
+    *,
+    order: str = "time",
+    seed: int = 0,
+    policy: ClusteringPolicy | None = None,
+    errors: int = 0,
 ) -> dict[str, Any]:
+    """B-cubed of one run over all the rows, overall and per language; with `errors`, that many of the costliest
+    splits and merges (app/stories/errors.py)."""
     clusterer = StoryClusterer(policy)
     state = StoryState()
     arrivals = arrival_order(rows, order, seed)
@@ -93,7 +103,7 @@ def evaluate(
     seconds = time.perf_counter() - started
     score = bcubed(predicted, gold)
     languages = [row.language or UNKNOWN for row, _ in arrivals]
-    return {
+    result: dict[str, Any] = {
         "bcubed_precision": round(score.precision, 4),
         "bcubed_recall": round(score.recall, 4),
         "bcubed_f1": round(score.f1, 4),
@@ -104,6 +114,15 @@ def evaluate(
         "order": order,
         "languages": by_language(predicted, gold, languages),
     }
+    if errors:
+        headlines = [row.title for row, _ in arrivals]
+        result["errors"] = story_errors(predicted, gold, headlines, lambda found: _strongest(state, found), top=errors)
+    return result
+
+
+def _strongest(state: StoryState, story_id: Hashable) -> list[str]:
+    story = state.stories.get(story_id) if isinstance(story_id, int) else None
+    return top_terms(story.centroid, ERROR_TERMS) if story else []
 
 
 def by_language(predicted: list[int], gold: list[str], languages: list[str]) -> dict[str, dict[str, float]]:

@@ -25,12 +25,25 @@ def terms(title: str, summary: str = "", language: str | None = None) -> dict[st
         if kind == "gram":
             if raw not in stop:
                 counts[raw] += 1.0
-        elif len(word := word_form(raw, language)) >= MIN_TITLE_WORD:
-            counts[word] += NAME_WEIGHT if index > 0 and raw[:1].isupper() else 1.0
+        else:
+            weight = NAME_WEIGHT if index > 0 and raw[:1].isupper() else 1.0
+            for part in _parts(raw):
+                if len(word := word_form(part, language)) >= MIN_TITLE_WORD:
+                    counts[word] += weight
     for kind, raw in segments(summary):
         if kind == "gram":
             if raw not in stop:
                 counts[raw] += SUMMARY_WEIGHT
-        elif len(word := word_form(raw, language)) >= MIN_SUMMARY_WORD:
-            counts[word] += SUMMARY_WEIGHT
+        else:
+            for part in _parts(raw):
+                if len(word := word_form(part, language)) >= MIN_SUMMARY_WORD:
+                    counts[word] += SUMMARY_WEIGHT
     return dict(counts)
+
+
+def _parts(word: str) -> list[str]:
+    """A hyphenated compound of names or words ("Fannie-Freddie", "Chiquita-Fyffes") is its parts: each is how
+    the other headlines of the story write it. A part with a digit keeps the compound whole ("F-15C", "COVID-19")."""
+    if "-" not in word or any(char.isdigit() for char in word):
+        return [word]
+    return word.split("-")
