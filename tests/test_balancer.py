@@ -46,8 +46,15 @@ def test_without_haproxy_one_api_process_serves_and_the_log_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no haproxy on it
+    monkeypatch.setattr("app.runtime.balancer.SYSTEM_BINARIES", ())
     with caplog.at_level(logging.WARNING):
         fleet = children(Fleet("127.0.0.1", 8000, apis=4, workers=1), {}, tmp_path, [])
     assert [child.name for child in fleet] == ["api", "worker"]
     assert fleet[0].command[-4:] == ["--host", "127.0.0.1", "--port", "8000"]
     assert "no haproxy is installed" in caplog.text
+
+
+@pytest.mark.skipif(not Path("/usr/sbin/haproxy").exists(), reason="no haproxy in /usr/sbin (apt-get install haproxy)")
+def test_haproxy_in_usr_sbin_is_found_from_a_users_path_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")  # Debian's PATH for users other than root
+    assert haproxy_binary() == "/usr/sbin/haproxy"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,8 +23,12 @@ class Backends:
     resolver: str = ""  # host:port of the DNS server to ask
 
 
+# Debian installs haproxy in /usr/sbin, which its PATH leaves out for every user but root
+SYSTEM_BINARIES = ("/usr/local/sbin", "/usr/sbin")
+
+
 def haproxy_binary() -> str | None:
-    return shutil.which("haproxy")
+    return shutil.which("haproxy", path=os.pathsep.join([os.environ.get("PATH", os.defpath), *SYSTEM_BINARIES]))
 
 
 def haproxy_config(bind: str, backends: Backends, *, public_metrics: bool = True) -> str:
