@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from app.runtime.balancer import Backends, compose_config, haproxy_binary, haproxy_config
 from app.runtime.fleet import Fleet, children
@@ -58,3 +61,15 @@ def test_without_haproxy_one_api_process_serves_and_the_log_says_why(
 def test_haproxy_in_usr_sbin_is_found_from_a_users_path_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")  # Debian's PATH for users other than root
     assert haproxy_binary() == "/usr/sbin/haproxy"
+
+
+def test_compose_api_believes_x_forwarded_for_from_the_balancers_own_address_only() -> None:
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    trusted = compose["x-newsagg"]["environment"]["NEWSAGG_RATE_LIMIT_TRUSTED_PROXIES"]
+    default = re.fullmatch(r"\$\{NEWSAGG_RATE_LIMIT_TRUSTED_PROXIES:-(.*)\}", trusted)
+    assert default is not None, trusted  # the operator adds a TLS proxy in .env
+    balancer = compose["services"]["balancer"]["networks"]["default"]["ipv4_address"]
+    assert json.loads(default.group(1)) == [f"{balancer}/32"]
+    (network,) = compose["networks"]["default"]["ipam"]["config"]
+    assert ipaddress.ip_address(balancer) in ipaddress.ip_network(network["subnet"])
+    assert ipaddress.ip_address(balancer) not in ipaddress.ip_network(network["ip_range"])  # never given to another
