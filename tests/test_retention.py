@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.articles.models import Article
 from app.db.migrate import downgrade, upgrade
 from app.outbox.models import OutboxEvent
+from app.retention.policy import cutoffs
 from app.retention.service import count_due, prune
 from app.search.sync import SEARCH_TOPIC
 from app.services import Services
@@ -108,6 +109,14 @@ async def test_zero_keeps_a_kind_forever(services: Services, settings: Settings)
     assert (due["articles"], due["fetch_log"], due["read_events"]) == (None, None, 0)
     assert (await prune(services.engine, forever, now)).deleted["articles"] == 0
     assert await _count(services, Article) == 1
+
+
+def test_a_retention_longer_than_the_calendar_keeps_forever_rather_than_failing_every_pass(settings: Settings) -> None:
+    ages = {"articles_retention_days": 1e6, "read_events_retention_days": 1e12, "story_updates_retention_hours": 1e12}
+    due = cutoffs(settings.model_copy(update=ages), datetime.now(UTC))
+    assert (due.articles, due.read_events, STORY_UPDATED_TOPIC in due.outbox) == (None, None, False)
+    assert due.fetch_log is not None  # the others as set
+    assert BREAKING_TOPIC in due.outbox
 
 
 async def test_batches_are_bounded(services: Services, settings: Settings) -> None:
