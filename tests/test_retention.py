@@ -226,6 +226,15 @@ async def test_prune_dry_run_counts_what_is_due(services: Services, settings: Se
     assert await _count(services, Article) == 1
 
 
+async def test_a_dry_run_leaves_the_schema_as_it_found_it(scratch_engine: AsyncEngine) -> None:
+    await upgrade(scratch_engine, "0014")  # a release behind: its operator looks before upgrading
+    url = scratch_engine.url.render_as_string(hide_password=False)
+    dry = newsagg("prune", "--dry-run", env={**os.environ, "DATABASE_URL": url}, check=True).stdout
+    assert "articles     0 due" in dry
+    async with scratch_engine.connect() as connection:
+        assert await connection.scalar(text("SELECT version_num FROM alembic_version")) == "0014"
+
+
 RETENTION_INDEXES = {"ix_articles_crawled_at", "ix_story_clusters_retired", "ix_read_events_at",
                      "ix_user_sessions_expires_at", "ix_user_sessions_revoked_at"}  # fmt: skip
 
