@@ -71,7 +71,8 @@ def _resolvers(backends: Backends) -> list[str]:
 
 
 def _frontend(bind: str, public_metrics: bool) -> list[str]:
-    hidden = [] if public_metrics else ["    http-request deny deny_status 404 if { path /metrics }"]
+    # decoded first, as the API decodes it: /%6detrics is /metrics to uvicorn
+    hidden = [] if public_metrics else ["    http-request deny deny_status 404 if { path,url_dec /metrics }"]
     return ["frontend api", f"    bind {bind}", *hidden, "    http-request disable-l7-retry if METH_POST",
             "    default_backend api", ""]  # fmt: skip
 
