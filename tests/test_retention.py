@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.articles.models import Article
 from app.db.migrate import downgrade, upgrade
 from app.outbox.models import OutboxEvent
+from app.retention import repository
 from app.retention.policy import cutoffs
 from app.retention.service import count_due, prune
 from app.search.sync import SEARCH_TOPIC
@@ -184,6 +185,26 @@ async def test_stories_stay_consistent_and_emptied_ones_go(services: Services, s
     assert told == {mixed_lead, *gone_articles}  # the search index deletes each
     updates = {e.payload["story_id"]: e.payload["article_count"] for e in events if e.topic == STORY_UPDATED_TOPIC}
     assert updates == {mixed: 2, gone: 0}  # storyUpdated subscribers are told
+
+
+async def test_a_story_merged_into_another_goes_no_later_than_it(services: Services, settings: Settings) -> None:
+    """Given a week-old chain, story `first` merged into `second`, merged into the live `last`, with `second` stored
+    first, when retention deletes one story, then it is `first`: deleting `second` would cut `first`'s link and leave
+    it looking live, with an article count and no articles."""
+    now, source = datetime.now(UTC), await add_source(services, settings, "outlet")
+    second, _ = await add_story(services, StorySpec("Second", [source], age=9 * DAY), now)
+    first, _ = await add_story(services, StorySpec("First", [source], age=10 * DAY), now)
+    last, _ = await add_story(services, StorySpec("Last", [source], age=9 * DAY), now)
+    async with services.engine.begin() as connection:
+        for old, into in ((second, last), (first, second)):  # as the merge pass retires them
+            await connection.execute(text("UPDATE story_clusters SET merged_into_id = :into WHERE id = :old"),
+                                     {"old": old, "into": into})  # fmt: skip
+            await connection.execute(text("UPDATE articles SET cluster_id = :into WHERE cluster_id = :old"),
+                                     {"old": old, "into": into})  # fmt: skip
+        assert await repository.delete_rows_batch(connection, "stories", before=now - 7 * DAY, batch=1) == 1
+    async with services.db() as session:
+        left = {s.id: s.merged_into_id for s in await session.scalars(select(StoryCluster))}
+    assert left == {second: last, last: None}
 
 
 async def test_a_short_story_retention_waits_for_stories_to_settle(services: Services, settings: Settings) -> None:
