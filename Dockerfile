@@ -4,7 +4,8 @@
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 NEWSAGG_HOME=/var/lib/newsagg
-RUN useradd --system --create-home newsagg && install -d -o newsagg -g newsagg /var/lib/newsagg
+# a fixed uid: the host's secrets/admin_password, mounted as it is, must be readable by it (docs/operations.md)
+RUN useradd --uid 10001 --create-home newsagg && install -d -o newsagg -g newsagg /var/lib/newsagg
 WORKDIR /srv/newsagg
 COPY requirements.lock pyproject.toml README.md alembic.ini schema.graphql ./
 COPY app ./app

@@ -61,3 +61,17 @@ async def test_an_administrator_without_a_readable_password_stops_the_start(
     with pytest.raises(FirstStartFailed, match="No such file"):
         await _run(services, settings.model_copy(update={"admin_email": "ops@example.com",
                                                          "admin_password_file": tmp_path / "missing"}))  # fmt: skip
+
+
+async def test_once_the_administrator_exists_its_password_file_may_be_emptied_or_removed(
+    services: Services, settings: Settings, tmp_path: Path
+) -> None:
+    password = tmp_path / "password"
+    password.write_text(PASSWORD)
+    named = settings.model_copy(update={"admin_email": "ops@example.com", "admin_password_file": password})
+    await _run(services, named)
+    password.write_text("")  # as docs/operations.md allows after the first start
+    await _run(services, named)
+    password.unlink()
+    await _run(services, named)
+    assert await _admins(services) == [("ops@example.com", True)]

@@ -14,6 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.articles.models import Article
 from app.db.migrate import downgrade, upgrade
 from app.outbox.models import OutboxEvent
+from app.retention import repository
+from app.retention.policy import cutoffs
 from app.retention.service import count_due, prune
 from app.search.sync import SEARCH_TOPIC
 from app.services import Services
@@ -110,6 +112,14 @@ async def test_zero_keeps_a_kind_forever(services: Services, settings: Settings)
     assert await _count(services, Article) == 1
 
 
+def test_a_retention_longer_than_the_calendar_keeps_forever_rather_than_failing_every_pass(settings: Settings) -> None:
+    ages = {"articles_retention_days": 1e6, "read_events_retention_days": 1e12, "story_updates_retention_hours": 1e12}
+    due = cutoffs(settings.model_copy(update=ages), datetime.now(UTC))
+    assert (due.articles, due.read_events, STORY_UPDATED_TOPIC in due.outbox) == (None, None, False)
+    assert due.fetch_log is not None  # the others as set
+    assert BREAKING_TOPIC in due.outbox
+
+
 async def test_batches_are_bounded(services: Services, settings: Settings) -> None:
     now = datetime.now(UTC)
     source = await add_source(services, settings, "outlet")
@@ -177,6 +187,26 @@ async def test_stories_stay_consistent_and_emptied_ones_go(services: Services, s
     assert updates == {mixed: 2, gone: 0}  # storyUpdated subscribers are told
 
 
+async def test_a_story_merged_into_another_goes_no_later_than_it(services: Services, settings: Settings) -> None:
+    """Given a week-old chain, story `first` merged into `second`, merged into the live `last`, with `second` stored
+    first, when retention deletes one story, then it is `first`: deleting `second` would cut `first`'s link and leave
+    it looking live, with an article count and no articles."""
+    now, source = datetime.now(UTC), await add_source(services, settings, "outlet")
+    second, _ = await add_story(services, StorySpec("Second", [source], age=9 * DAY), now)
+    first, _ = await add_story(services, StorySpec("First", [source], age=10 * DAY), now)
+    last, _ = await add_story(services, StorySpec("Last", [source], age=9 * DAY), now)
+    async with services.engine.begin() as connection:
+        for old, into in ((second, last), (first, second)):  # as the merge pass retires them
+            await connection.execute(text("UPDATE story_clusters SET merged_into_id = :into WHERE id = :old"),
+                                     {"old": old, "into": into})  # fmt: skip
+            await connection.execute(text("UPDATE articles SET cluster_id = :into WHERE cluster_id = :old"),
+                                     {"old": old, "into": into})  # fmt: skip
+        assert await repository.delete_rows_batch(connection, "stories", before=now - 7 * DAY, batch=1) == 1
+    async with services.db() as session:
+        left = {s.id: s.merged_into_id for s in await session.scalars(select(StoryCluster))}
+    assert left == {second: last, last: None}
+
+
 async def test_a_short_story_retention_waits_for_stories_to_settle(services: Services, settings: Settings) -> None:
     source = await add_source(services, settings, "outlet")
     recent, _ = await add_story(services, StorySpec("Recent", [source], age=timedelta(hours=30)))
@@ -215,6 +245,15 @@ async def test_prune_dry_run_counts_what_is_due(services: Services, settings: Se
     done = newsagg("prune", env=env, check=True).stdout
     assert "articles     2 deleted" in done
     assert await _count(services, Article) == 1
+
+
+async def test_a_dry_run_leaves_the_schema_as_it_found_it(scratch_engine: AsyncEngine) -> None:
+    await upgrade(scratch_engine, "0014")  # a release behind: its operator looks before upgrading
+    url = scratch_engine.url.render_as_string(hide_password=False)
+    dry = newsagg("prune", "--dry-run", env={**os.environ, "DATABASE_URL": url}, check=True).stdout
+    assert "articles     0 due" in dry
+    async with scratch_engine.connect() as connection:
+        assert await connection.scalar(text("SELECT version_num FROM alembic_version")) == "0014"
 
 
 RETENTION_INDEXES = {"ix_articles_crawled_at", "ix_story_clusters_retired", "ix_read_events_at",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from app.commands.database import with_database
+from app.commands.database import with_database, with_engine
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -30,4 +30,6 @@ def prune(settings: Settings, dry_run: bool) -> int:
               f"{len(done.stories_repaired)} stories repaired, {done.stories_emptied} emptied")  # fmt: skip
         return 0
 
+    if dry_run and settings.database_url:  # counting changes nothing, the schema included: no migration
+        return with_engine(settings, run)
     return with_database(settings, run)

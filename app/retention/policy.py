@@ -37,29 +37,40 @@ class Cutoffs:
     outbox: dict[str, datetime] = field(default_factory=dict)  # delivered events of each topic written before this
 
 
-def _before(now: datetime, kept: timedelta) -> datetime | None:
-    return now - kept if kept > timedelta(0) else None
+DAY, HOUR = 86400.0, 3600.0
 
 
-def outbox_retention(settings: Settings) -> dict[str, timedelta]:
-    """How long delivered events of each outbox topic are kept: breaking news for `breakingEvents(after:)`, story
+def _before(now: datetime, kept_s: float) -> datetime | None:
+    """`kept_s` seconds before `now`; None (kept forever) for 0, and for longer than the calendar reaches back (a
+    million days written for "forever" keeps everything rather than failing every pass)."""
+    if kept_s <= 0:
+        return None
+    try:
+        return now - timedelta(seconds=kept_s)
+    except OverflowError:
+        return None
+
+
+def outbox_retention(settings: Settings) -> dict[str, float]:
+    """Seconds delivered events of each outbox topic are kept: breaking news for `breakingEvents(after:)`, story
     updates and new articles for an API process's catch-up, search events for looking into a sync."""
-    return {BREAKING_TOPIC: timedelta(days=settings.breaking_events_retention_days),
-            STORY_UPDATED_TOPIC: timedelta(hours=settings.story_updates_retention_hours),
-            ARTICLES_ADDED: timedelta(hours=settings.articles_added_retention_hours),
-            SEARCH_TOPIC: timedelta(hours=settings.search_events_retention_hours)}  # fmt: skip
+    return {BREAKING_TOPIC: settings.breaking_events_retention_days * DAY,
+            STORY_UPDATED_TOPIC: settings.story_updates_retention_hours * HOUR,
+            ARTICLES_ADDED: settings.articles_added_retention_hours * HOUR,
+            SEARCH_TOPIC: settings.search_events_retention_hours * HOUR}  # fmt: skip
 
 
 def cutoffs(settings: Settings, now: datetime) -> Cutoffs:
     settled = now - SETTLING
-    stories = _before(now, timedelta(days=settings.stories_retention_days))
-    outbox = {topic: now - kept for topic, kept in outbox_retention(settings).items() if kept > timedelta(0)}
+    stories = _before(now, settings.stories_retention_days * DAY)
+    outbox = {topic: before for topic, kept_s in outbox_retention(settings).items()
+              if (before := _before(now, kept_s)) is not None}  # fmt: skip
     return Cutoffs(
-        articles=_before(now, timedelta(days=settings.articles_retention_days)),
+        articles=_before(now, settings.articles_retention_days * DAY),
         settled=settled,
         stories=min(stories, settled) if stories is not None else None,
-        read_events=_before(now, timedelta(days=settings.read_events_retention_days)),
-        sessions=_before(now, timedelta(days=settings.sessions_retention_days)),
-        fetch_log=_before(now, timedelta(days=settings.fetch_log_retention_days)),
+        read_events=_before(now, settings.read_events_retention_days * DAY),
+        sessions=_before(now, settings.sessions_retention_days * DAY),
+        fetch_log=_before(now, settings.fetch_log_retention_days * DAY),
         outbox=outbox,
     )

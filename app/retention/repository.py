@@ -30,7 +30,10 @@ _ROWS = {
     "sessions": ("user_sessions", "expires_at < :before OR revoked_at < :before"),
     "fetch_log": ("fetch_log", "fetched_at < :before"),
 }
-_DELETES = {kind: text(f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE {due} "
+# Stories oldest first: one merged into another is never newer than it (app/stories/clustering.py), so no batch
+# deletes a story before those merged into it, whose link the delete would cut (SET NULL): they would look live.
+_ORDER = {"stories": "ORDER BY last_updated_at"}
+_DELETES = {kind: text(f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE {due} {_ORDER.get(kind, '')} "
                        "LIMIT :batch FOR UPDATE SKIP LOCKED)") for kind, (table, due) in _ROWS.items()}  # fmt: skip
 _COUNTS = {kind: text(f"SELECT count(*) FROM {table} WHERE {due}") for kind, (table, due) in _ROWS.items()}
 _COUNTS["articles"] = text(f"SELECT count(*) {_DUE_ARTICLES}")

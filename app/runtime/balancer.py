@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,8 +23,12 @@ class Backends:
     resolver: str = ""  # host:port of the DNS server to ask
 
 
+# Debian installs haproxy in /usr/sbin, which its PATH leaves out for every user but root
+SYSTEM_BINARIES = ("/usr/local/sbin", "/usr/sbin")
+
+
 def haproxy_binary() -> str | None:
-    return shutil.which("haproxy")
+    return shutil.which("haproxy", path=os.pathsep.join([os.environ.get("PATH", os.defpath), *SYSTEM_BINARIES]))
 
 
 def haproxy_config(bind: str, backends: Backends, *, public_metrics: bool = True) -> str:
@@ -66,7 +71,8 @@ def _resolvers(backends: Backends) -> list[str]:
 
 
 def _frontend(bind: str, public_metrics: bool) -> list[str]:
-    hidden = [] if public_metrics else ["    http-request deny deny_status 404 if { path /metrics }"]
+    # decoded first, as the API decodes it: /%6detrics is /metrics to uvicorn
+    hidden = [] if public_metrics else ["    http-request deny deny_status 404 if { path,url_dec /metrics }"]
     return ["frontend api", f"    bind {bind}", *hidden, "    http-request disable-l7-retry if METH_POST",
             "    default_backend api", ""]  # fmt: skip
 

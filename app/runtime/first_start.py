@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.settings import Settings
 from app.sources.portability import load_default_sources
 from app.users.errors import AccountErrorCode, AccountRejected
-from app.users.service import register
+from app.users.service import has_account, register
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +27,15 @@ async def first_start(session: AsyncSession, settings: Settings) -> None:
 
 async def _administrator(session: AsyncSession, settings: Settings, email: str) -> None:
     """Creates the account, an administrator, when no account has this email. An existing one is left as it is:
-    anyone may have signed up with the address (emails are not verified), so only an operator grants it."""
+    anyone may have signed up with the address (emails are not verified), so only an operator grants it. The password
+    file is read only when the account is to be made: once it exists, the file may be emptied or gone."""
+    if await has_account(session, email):
+        log.info("NEWSAGG_ADMIN_EMAIL %s has an account already: left as it is", email)
+        return
     try:
         await register(session, email, _password(settings), admin=True)
     except AccountRejected as error:
-        if error.code is AccountErrorCode.EMAIL_TAKEN:
-            log.info("NEWSAGG_ADMIN_EMAIL %s has an account already: left as it is", email)
+        if error.code is AccountErrorCode.EMAIL_TAKEN:  # another start made it meanwhile
             return
         raise FirstStartFailed(f"NEWSAGG_ADMIN_EMAIL {email}: {error}") from error
     log.info("administrator %s created (NEWSAGG_ADMIN_EMAIL)", email)

@@ -73,6 +73,11 @@ def _live_session(token_hash: str) -> tuple[ColumnElement[bool], ...]:
     return UserSession.token_hash == token_hash, UserSession.revoked_at.is_(None), UserSession.expires_at > func.now()
 
 
+async def has_account(session: AsyncSession, email: str) -> bool:
+    """Whether an account has this email (matched as `log_in` matches it)."""
+    return await session.scalar(select(User.id).where(_email_is(email)).limit(1)) is not None
+
+
 def _email_is(email: str) -> ColumnElement[bool]:
     """Matches the account whatever the case or surrounding spaces of `email` (not validated: a lookup only)."""
     return func.lower(User.email) == email.strip().lower()
