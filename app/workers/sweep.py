@@ -15,7 +15,7 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.articles import repository as articles
-from app.ingest.refresh_jobs import PREFIX, JobClaim, claim_of
+from app.ingest.refresh_jobs import JobClaim, claim_of
 from app.settings import Settings
 from app.sources import repository as sources
 from app.workers import repository as workers
@@ -67,13 +67,11 @@ async def release_jobless_claims(db: AsyncEngine, redis: Redis, settings: Settin
 
 
 async def queued_claims(redis: Redis, queue_name: str) -> set[JobClaim]:
-    """The claims of every refresh job in the queue (waiting, deferred or running)."""
-    found = set()
-    async for member, _score in redis.zscan_iter(queue_name, match=f"{PREFIX}*", count=1000):
-        claim = claim_of(member.decode() if isinstance(member, bytes) else member)
-        if claim is not None:
-            found.add(claim)
-    return found
+    """The claims of every refresh job in the queue (waiting, deferred or running), read in one command: a scan in
+    pages could miss a retry enqueued mid-scan by a job that then ends before the scan reaches it."""
+    members = await redis.zrange(queue_name, 0, -1)
+    claims = (claim_of(m.decode() if isinstance(m, bytes) else m) for m in members)
+    return {claim for claim in claims if claim is not None}
 
 
 def _has_job(source_id: int, claimed_at: datetime, queued: set[JobClaim]) -> bool:
