@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from app.stories.clustering import IncomingArticle, StoryClusterer, StoryState
+from app.stories.clustering import IncomingArticle, StoryClusterer, StoryState, story_topics
 from app.stories.evaluation import evaluate, read_labelled_csv
 from app.stories.text_features import terms
 from app.stories.velocity import measure
@@ -51,6 +51,18 @@ def test_stories_older_than_the_window_are_frozen() -> None:
     first = clusterer.assign(state, IncomingArticle(1, FED[0], "", "a", NOW))
     later = clusterer.assign(state, IncomingArticle(2, FED[1], "", "b", NOW + timedelta(hours=49)))
     assert first != later
+
+
+def test_a_story_takes_its_topics_from_the_articles_that_have_one() -> None:
+    state = StoryState()
+    story = state.create(IncomingArticle(0, FED[0], "", "wire", NOW, topics=("business",), language="en"), {"fed": 1})
+    for k in range(1, 4):  # German reports of it: no topic (the topic classifier reads English only)
+        state.join(story, IncomingArticle(k, FED[0], "", f"de{k}", NOW, language="de"), {"fed": 1.0})
+    assert story_topics(story) == ["business"]
+    for k in range(4, 8):  # a second topic on one of five articles with one is not enough
+        topics = ("business", "world") if k == 4 else ("business",)
+        state.join(story, IncomingArticle(k, FED[0], "", f"en{k}", NOW, topics=topics, language="en"), {"fed": 1.0})
+    assert story_topics(story) == ["business"]
 
 
 def write_csv(path: Path) -> Path:
