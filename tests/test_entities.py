@@ -3,15 +3,19 @@ as evidence for stories."""
 
 from __future__ import annotations
 
+import tomllib
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from app.entities.evidence import CLASH_PENALTY, ENTITY_WEIGHT, entity_terms, role_clash
 from app.entities.extractor import MAX_ENTITIES, MAX_TEXT, extract
+from app.entities.gazetteer import PLACES_FILE
 from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState
+from tests.conftest import REPO
 
 NOW = datetime(2026, 11, 25, 12, tzinfo=UTC)
+NOTICE = PLACES_FILE.with_name("places.NOTICE.txt")
 
 
 def named(title: str, summary: str = "", language: str | None = "en") -> dict[str, str]:
@@ -122,3 +126,11 @@ def test_a_different_person_in_the_same_role_starts_another_story() -> None:
     # when / then
     assert len(set(stories([first, same]))) == 1
     assert len(set(stories([first, other]))) == 2
+
+
+def test_the_place_list_ships_with_its_geonames_attribution() -> None:
+    """GeoNames data is CC BY 4.0: wherever the derived list is installed, its attribution is too."""
+    shipped = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert {PLACES_FILE.name, NOTICE.name} <= set(shipped["app.entities"])
+    notice = NOTICE.read_text()
+    assert all(words in notice for words in ("GeoNames", "https://www.geonames.org/", "CC BY 4.0", "Changes"))
