@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.entities.evidence import CLASH_PENALTY, ENTITY_WEIGHT, entity_terms, role_clash
-from app.entities.extractor import MAX_ENTITIES, MAX_TEXT, extract
+from app.entities.extractor import MAX_ENTITIES, MAX_NAME, MAX_TEXT, extract
 from app.entities.gazetteer import PLACES_FILE
 from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState
 from tests.conftest import REPO
@@ -97,6 +97,9 @@ def test_hostile_text_is_handled() -> None:
     assert extract("", "") == []
     assert extract("   ", "\n\n") == []
     assert extract("ALL CAPS HEADLINE ABOUT NOTHING", "") == []
+    shouting = " ".join(f"Word{n % 7} Alpha Bravo" for n in range(170))  # 500 capitalised words in a headline
+    assert all(len(e.name) <= MAX_NAME for e in extract(shouting, shouting))
+    assert extract("Abcdefghij" * 100, "-".join(["Abc"] * 300)) == []  # one 1,000-letter "name", one of 300 parts
 
 
 def test_entities_are_terms_and_a_role_held_by_someone_else_is_counter_evidence() -> None:
