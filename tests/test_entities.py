@@ -45,6 +45,13 @@ def test_roles_split_names_and_acronyms_are_organisations() -> None:
     )
 
 
+@pytest.mark.parametrize("sign", ["•", "·", "/", "+", "★", "🇺🇸", "👉"])
+def test_a_sign_between_two_names_separates_them(sign: str) -> None:
+    people = {"Joe Biden": "PER", "Xi Jinping": "PER", "Bali": "LOC"}
+    assert named(f"Joe Biden {sign} Xi Jinping meet in Bali") == people
+    assert named(f"Johnson & Johnson {sign} NASA sign a deal") == {"Johnson & Johnson": "ORG", "NASA": "ORG"}
+
+
 def test_first_words_and_common_capitals_are_not_names() -> None:
     assert named("Pregnant teenager fighting for her life after crash") == {}
     assert named("Coronavirus: Dentists facing critical shortage of kit") == {}
