@@ -13,7 +13,11 @@ from app.commands import accounts, database, documents, evaluation, retention
 from app.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from sqlalchemy.ext.asyncio import AsyncEngine
+
+    Progress = Callable[[int], None]  # told how many articles a pass has read so far
 
 DESCRIPTION = """\
 newsagg: a news aggregation backend (GraphQL API with subscriptions, crawler, story clustering).
@@ -141,6 +145,8 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     train.add_argument("--items", type=Path, required=True, help="JSON lines (title, summary, link), maybe .gz")
     train.add_argument("--out", type=Path, required=True, help="where to write the model (.npz)")
     train.add_argument("--keep", type=int, default=10_000, help="hashed words kept (default 10000)")
+    topic_commands.add_parser("relabel", help="label stored articles again with the shipped classifier (after an "
+                              "upgrade) and count their stories' topics again")  # fmt: skip
 
     health = commands.add_parser("health", help="a container healthcheck: exit 0 when this host's API answers "
                                  "/healthz (NEWSAGG_API_PORT), or a worker's heartbeat is fresh")  # fmt: skip
@@ -228,7 +234,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
     if args.command == "eval":
         return evaluation.evaluate(args)
     if args.command == "topics":
-        return evaluation.train_topics(args)
+        return _relabel_topics(settings) if args.topics_command == "relabel" else evaluation.train_topics(args)
     if args.command == "health":
         from app.commands.health import health
 
@@ -285,9 +291,29 @@ def _progress_bar(done: int, total: int, width: int = 40) -> None:
 def _backfill_entities(settings: Settings) -> int:
     from app.entities.backfill import backfill
 
+    async def run(engine: AsyncEngine, progress: Progress) -> str:
+        done = await backfill(engine, progress=progress)
+        return f"{done} articles without entities read; those naming any now have them"
+
+    return _over_articles(settings, run)
+
+
+def _relabel_topics(settings: Settings) -> int:
+    from app.articles.relabel import relabel
+
+    async def run(engine: AsyncEngine, progress: Progress) -> str:
+        done = await relabel(engine, progress=progress)
+        return f"{done.read} articles read, {done.changed} labelled anew, {done.stories} stories counted again"
+
+    return _over_articles(settings, run)
+
+
+def _over_articles(settings: Settings, work: Callable[[AsyncEngine, Progress], Awaitable[str]]) -> int:
+    """A pass over the stored articles on the migrated database: how many it has read as it goes, then its summary."""
+
     async def run(engine: AsyncEngine) -> int:
-        done = await backfill(engine, progress=lambda n: print(f"\r{n:,} articles read", end="", file=sys.stderr))
-        print(f"\n{done} articles without entities read; those naming any now have them")
+        summary = await work(engine, lambda n: print(f"\r{n:,} articles read", end="", file=sys.stderr))
+        print(f"\n{summary}")
         return 0
 
     return database.with_database(settings, run)

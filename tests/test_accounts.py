@@ -157,9 +157,9 @@ async def test_engagement_moves_interests_once_per_session(gql: GraphQLClient, s
                                                            settings: Settings) -> None:  # fmt: skip
     async with services.db.begin() as session:
         source = await create_source(session, settings, SourceRequest(feed_url="http://127.0.0.1:9/e.xml"))
-        [sports, business] = await insert_new(session, [
+        [sports, business, unknown] = await insert_new(session, [
             NewArticle(source.id, f"e{k}", f"https://e.example/{k}", f"story {k}", "", None, datetime.now(UTC), k)
-            for k in range(2)])  # fmt: skip
+            for k in range(3)])  # fmt: skip
         await session.execute(update(Article).where(Article.id == sports.id).values(topics=["sports"]))
         await session.execute(update(Article).where(Article.id == business.id).values(topics=["business"]))
     reader = gql.as_(await sign_up(gql))
@@ -181,6 +181,9 @@ async def test_engagement_moves_interests_once_per_session(gql: GraphQLClient, s
     assert (await engage(sports_id, "CLICK", "s2"))["interests"] == [{"topic": "SPORTS", "weight": 0.19}]
     dismissed = await engage(business_id, "DISMISS", "s2")
     assert {w["topic"]: w["weight"] for w in dismissed["interests"]} == {"SPORTS": 0.171, "BUSINESS": -0.1}
+    unread = await engage(global_id("Article", unknown.id), "READ", "s2", 60_000)  # no topic (another language)
+    assert unread["recorded"] is True
+    assert {w["topic"]: w["weight"] for w in unread["interests"]} == {"SPORTS": 0.171, "BUSINESS": -0.1}
     assert int(await services.redis.get(feed_version_key(user_id)) or 0) > int(version)  # cached feed pages invalidated
     async with services.db.begin() as session:  # ten days later, the learned weights have decayed
         await session.execute(update(UserInterest).values(updated_at=UserInterest.updated_at - timedelta(days=10)))

@@ -8,7 +8,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from app.stories.bcubed import bcubed
-from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState, signature
+from app.stories.clustering import (
+    ClusteringPolicy,
+    IncomingArticle,
+    StoryClusterer,
+    StoryState,
+    signature,
+    story_topics,
+)
 from app.stories.errors import story_errors
 from app.stories.evaluation import evaluate, read_labelled_csv
 from app.stories.text_features import terms
@@ -81,6 +88,18 @@ def test_a_word_nearly_all_in_one_story_is_its_signature_and_brings_a_weaker_mat
         story = clusterer.assign(state, IncomingArticle(99, "Bitcoin traders weigh Gox claims", "", "x", NOW))
         joined.append(story == gox.id)
     assert joined == [False, True]
+
+
+def test_a_story_takes_its_topics_from_the_articles_that_have_one() -> None:
+    state = StoryState()
+    story = state.create(IncomingArticle(0, FED[0], "", "wire", NOW, topics=("business",), language="en"), {"fed": 1})
+    for k in range(1, 4):  # German reports of it: no topic (the topic classifier reads English only)
+        state.join(story, IncomingArticle(k, FED[0], "", f"de{k}", NOW, language="de"), {"fed": 1.0})
+    assert story_topics(story) == ["business"]
+    for k in range(4, 8):  # a second topic on one of five articles with one is not enough
+        topics = ("business", "world") if k == 4 else ("business",)
+        state.join(story, IncomingArticle(k, FED[0], "", f"en{k}", NOW, topics=topics, language="en"), {"fed": 1.0})
+    assert story_topics(story) == ["business"]
 
 
 def write_csv(path: Path) -> Path:

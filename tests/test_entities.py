@@ -3,15 +3,19 @@ as evidence for stories."""
 
 from __future__ import annotations
 
+import tomllib
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from app.entities.evidence import CLASH_PENALTY, ENTITY_WEIGHT, entity_terms, role_clash
-from app.entities.extractor import MAX_ENTITIES, MAX_TEXT, extract
+from app.entities.extractor import MAX_ENTITIES, MAX_NAME, MAX_TEXT, extract
+from app.entities.gazetteer import PLACES_FILE
 from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState
+from tests.conftest import REPO
 
 NOW = datetime(2026, 11, 25, 12, tzinfo=UTC)
+NOTICE = PLACES_FILE.with_name("places.NOTICE.txt")
 
 
 def named(title: str, summary: str = "", language: str | None = "en") -> dict[str, str]:
@@ -39,6 +43,13 @@ def test_roles_split_names_and_acronyms_are_organisations() -> None:
     assert {e.name: e.role for e in extract("Kodak CEO Jim Continenza got options")}["Jim Continenza"] == (
         "chief executive"
     )
+
+
+@pytest.mark.parametrize("sign", ["•", "·", "/", "+", "★", "🇺🇸", "👉"])
+def test_a_sign_between_two_names_separates_them(sign: str) -> None:
+    people = {"Joe Biden": "PER", "Xi Jinping": "PER", "Bali": "LOC"}
+    assert named(f"Joe Biden {sign} Xi Jinping meet in Bali") == people
+    assert named(f"Johnson & Johnson {sign} NASA sign a deal") == {"Johnson & Johnson": "ORG", "NASA": "ORG"}
 
 
 def test_first_words_and_common_capitals_are_not_names() -> None:
@@ -93,6 +104,9 @@ def test_hostile_text_is_handled() -> None:
     assert extract("", "") == []
     assert extract("   ", "\n\n") == []
     assert extract("ALL CAPS HEADLINE ABOUT NOTHING", "") == []
+    shouting = " ".join(f"Word{n % 7} Alpha Bravo" for n in range(170))  # 500 capitalised words in a headline
+    assert all(len(e.name) <= MAX_NAME for e in extract(shouting, shouting))
+    assert extract("Abcdefghij" * 100, "-".join(["Abc"] * 300)) == []  # one 1,000-letter "name", one of 300 parts
 
 
 def test_entities_are_terms_and_a_role_held_by_someone_else_is_counter_evidence() -> None:
@@ -122,3 +136,11 @@ def test_a_different_person_in_the_same_role_starts_another_story() -> None:
     # when / then
     assert len(set(stories([first, same]))) == 1
     assert len(set(stories([first, other]))) == 2
+
+
+def test_the_place_list_ships_with_its_geonames_attribution() -> None:
+    """GeoNames data is CC BY 4.0: wherever the derived list is installed, its attribution is too."""
+    shipped = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert {PLACES_FILE.name, NOTICE.name} <= set(shipped["app.entities"])
+    notice = NOTICE.read_text()
+    assert all(words in notice for words in ("GeoNames", "https://www.geonames.org/", "CC BY 4.0", "Changes"))

