@@ -206,7 +206,8 @@ class Query:
     trending_entities: list[TrendingEntity] = strawberry.field(
         resolver=trending_entities,
         description="People, organisations and places being named fastest now: articles naming each in the window "
-        "beyond their rate before it, for the topics and languages (ISO 639-1) given (public).",
+        "beyond their rate before it (only those named more than that rate predicts), for the topics and languages "
+        "(ISO 639-1) given (public).",
     )
     rate_limit: RateLimit | None = strawberry.field(
         resolver=rate_limit, description="Your points budget, GitHub's way (`dryRun: true` prices the query only)."

@@ -19,10 +19,12 @@ class EntityTrend:
 
 
 def ranked(found: list[Mentions], window: timedelta, limit: int) -> list[EntityTrend]:
-    """Highest score first; ties by more articles in the window, then by key (a stable order)."""
+    """Those named faster in the window than before it, highest score first; ties by more articles in the window, then
+    by key (a stable order). A name heard as often as usual, or less, is not trending, however often that is."""
     hours = window.total_seconds() / 3600
     trends = [
         EntityTrend(m, m.recent / hours, m.recent - m.before / BASELINE_WINDOWS) for m in found
     ]  # fmt: skip
+    trends = [t for t in trends if t.score > 0]
     trends.sort(key=lambda t: (-t.score, -t.mentions.recent, t.mentions.entity.key))
     return trends[:limit]
