@@ -21,7 +21,7 @@ import websockets
 
 from app.ingest.events import ARTICLES_ADDED
 from app.outbox.relay import relay
-from app.realtime.broadcast import CHANNEL_PREFIX
+from app.realtime.broadcast import channel_of
 from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings
@@ -176,7 +176,7 @@ async def test_two_api_processes_every_article_reaches_each_subscriber_once(
     feed_server.routes["/wire.xml"] = Reply(200, rss(items(ARTICLES, prefix="Wire")), {"Content-Type": "text/xml"})
     env = deployment_env(settings, tmp_path / "home", NEWSAGG_OPEN_SOURCE_ADMIN="true", NEWSAGG_CRAWL_TICK_SECONDS="1")
     received: list[list[str]] = [[] for _ in range(sum(SPLIT))]
-    channel = (CHANNEL_PREFIX + ARTICLES_ADDED).encode()
+    channel = channel_of(services.redis, ARTICLES_ADDED).encode()
     with contextlib.ExitStack() as stack:
         one = stack.enter_context(running(env, "api", log=tmp_path / "one.log"))
         two = stack.enter_context(running(env, "api", log=tmp_path / "two.log"))
