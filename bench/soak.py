@@ -381,7 +381,7 @@ def main() -> None:
     parser.add_argument("--outage", type=float, default=5, help="seconds Redis stays stopped in the middle")
     parser.add_argument("--speed", type=float, default=600, help="the replay runs this many times faster than the news")
     parser.add_argument("--archive", type=Path, default=default_archive(),
-                        help="the feed snapshots (default: under NEWSAGG_SHARED_DATA, else ../shared/data)")
+                        help="feed snapshots (default: under NEWSAGG_SHARED_DATA, else ../shared/data)")  # fmt: skip
     args = parser.parse_args()
     if not args.archive.exists():
         print(f"skipped: no feed snapshots at {args.archive} (pass --archive; see the shared data's README)")
