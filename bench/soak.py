@@ -286,6 +286,13 @@ async def restart_redis(deployment: Deployment, outage: float) -> None:
     await asyncio.to_thread(deployment.redis.start)
 
 
+async def sample_rss(deployment: Deployment, series: list[dict[str, float]], every: float) -> None:
+    """Each process's RSS every `every` seconds: whether growth levels off or keeps on."""
+    while True:
+        await asyncio.sleep(every)
+        series.append(deployment.rss_mb())
+
+
 def rss_growth(rss: dict[str, dict[str, float]]) -> dict[str, float]:
     """Per process: RSS at the end over RSS after warm-up, as a percentage change."""
     return {name: round((rss["end"][name] / mb - 1) * 100, 1) for name, mb in rss["after_warm_up"].items()}
@@ -337,6 +344,8 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         readers = [asyncio.create_task(read_forever(url, figures, k, args.pause)) for k in range(args.readers)]
         began = time.monotonic()
         rss = {"start": deployment.rss_mb()}
+        series: list[dict[str, float]] = []
+        readers.append(asyncio.create_task(sample_rss(deployment, series, duration / 12)))
         await asyncio.sleep(duration / 4)
         rss["after_warm_up"] = deployment.rss_mb()
         await asyncio.sleep(duration / 4)
@@ -364,6 +373,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         "deliveries": deliveries(subscribers, expected),
         "operations": operations(figures, baseline, late),
         "rss_mb": rss, "rss_growth_after_warm_up_pct": rss_growth(rss),
+        "rss_every_twelfth_mb": {name: [sample[name] for sample in series] for name in rss["start"]},
     }  # fmt: skip
 
 
