@@ -28,7 +28,7 @@ from app.db.migrate import upgrade
 from app.db.scratch import scratch_database
 from app.models import Base
 from app.queue_names import CRAWL_TICK
-from app.realtime.broadcast import CHANNEL_PREFIX
+from app.realtime.broadcast import channel_of
 from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings
@@ -316,7 +316,7 @@ async def subscribe_ws(api_url: str, query: str, variables: dict[str, Any], orig
 async def until_listening(services: Services, topic: str, *, story_id: int | None = None, count: int = 1) -> None:
     """Until `count` subscribers of this process are attached to `topic` (or one story of it) and Redis has the
     process's subscription to the topic's channel: an event published from then on reaches them."""
-    channel = CHANNEL_PREFIX + topic
+    channel = channel_of(services.redis, topic)
     async with asyncio.timeout(10):
         while True:
             attached = services.broadcaster.listeners(topic, story_id=story_id) >= count

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -47,6 +48,16 @@ def atom(items: list[Item], *, title: str = "Atom Desk") -> bytes:
         + "".join(entries)
         + "</feed>"
     ).encode()
+
+
+def answer(handler: BaseHTTPRequestHandler, body: bytes, content_type: str = "application/rss+xml") -> None:
+    """A 200 with `body`, from a route that is a function; quiet when the client has gone (a killed worker's)."""
+    with contextlib.suppress(OSError):
+        handler.send_response(200)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
 
 
 def items(n: int, *, prefix: str = "Story", site: str = "https://news.example.org", start: int = 0) -> list[Item]:

@@ -44,11 +44,12 @@ class Running:
 
 
 @contextlib.contextmanager
-def running(env: dict[str, str], *args: str, log: Path) -> Iterator[Running]:
-    """`newsagg <args>`, its standard error in `log`; for `api`, until /healthz answers."""
-    port = free_port()
+def running(env: dict[str, str], *args: str, log: Path, port: int | None = None) -> Iterator[Running]:
+    """`newsagg <args>`, its standard error in `log` (appended to); for `api` (on `port`, else a free one), until
+    /healthz answers."""
+    port = port or free_port()
     command = [*args, "--port", str(port)] if args[-1] == "api" else list(args)
-    with log.open("wb") as stderr:
+    with log.open("ab") as stderr:
         process = subprocess.Popen([sys.executable, "-m", "app", *command], cwd=REPO, env=env,
                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)  # fmt: skip
     started = Running(process, log, f"http://127.0.0.1:{port}" if args[-1] == "api" else "")
@@ -57,7 +58,8 @@ def running(env: dict[str, str], *args: str, log: Path) -> Iterator[Running]:
             _until_serving(started)
         yield started
     finally:
-        process.send_signal(signal.SIGTERM)
+        if process.poll() is None:  # a test may have killed it already
+            process.send_signal(signal.SIGTERM)
         try:
             process.wait(20)
         except subprocess.TimeoutExpired:

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from app.articles.repository import NewArticle, insert_new
 from app.outbox import repository as outbox
 from app.outbox.models import OutboxEvent
-from app.realtime.broadcast import CHANNEL_PREFIX
+from app.realtime.broadcast import channel_of, channel_prefix
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
@@ -141,7 +141,7 @@ async def test_an_id_that_names_no_story_is_an_error_at_subscribe_time(api_url: 
 
 async def test_the_relay_publishes_every_pending_update_and_breaking_news_first(services: Services) -> None:
     pubsub = services.redis.pubsub(ignore_subscribe_messages=True)
-    await pubsub.psubscribe(CHANNEL_PREFIX + "story.*")
+    await pubsub.psubscribe(channel_prefix(services.redis) + "story.*")
     async with services.engine.begin() as connection:
         await outbox.add_once(connection, STORY_UPDATED_TOPIC, {f"u{i}": {"story_id": i, "revision": 1}
                                                                 for i in range(250)})  # fmt: skip
@@ -150,5 +150,5 @@ async def test_the_relay_publishes_every_pending_update_and_breaking_news_first(
     first = None
     while first is None:
         first = await asyncio.wait_for(pubsub.get_message(timeout=5), 6)
-    assert first["channel"] == (CHANNEL_PREFIX + BREAKING_TOPIC).encode()
+    assert first["channel"] == channel_of(services.redis, BREAKING_TOPIC).encode()
     await pubsub.aclose()

@@ -21,7 +21,7 @@ from app.services import Services
 from app.settings import Settings
 from app.sources.models import ClaimStatus, CrawlSchedule, FetchLog
 from app.sources.service import SourceRequest, create_source
-from tests.feeds import FeedServer, Reply, items, rss
+from tests.feeds import FeedServer, Reply, answer, items, rss
 from tests.processes import Samples, deployment_env, running, scrape, value
 from tests.test_metrics import drop_recent_indexes
 
@@ -66,12 +66,7 @@ def feeds(server: FeedServer, answered: threading.Event) -> list[str]:
 
         def slow(handler: BaseHTTPRequestHandler, body: bytes = body) -> None:
             answered.wait(120)
-            with contextlib.suppress(OSError):  # the killed worker's connection is gone
-                handler.send_response(200)
-                handler.send_header("Content-Type", "application/rss+xml")
-                handler.send_header("Content-Length", str(len(body)))
-                handler.end_headers()
-                handler.wfile.write(body)
+            answer(handler, body)  # the killed worker's connection may be gone
 
         server.routes[f"/slow-{k}.xml"] = slow
     return [server.url(f"/fast-{k}.xml") for k in range(FAST)] + [server.url(f"/slow-{k}.xml") for k in range(SLOW)]

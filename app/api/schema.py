@@ -11,6 +11,7 @@ from strawberry.types import ExecutionContext, ExecutionResult
 
 from app.api.analysis.cost import QueryCost
 from app.api.analysis.rule import shape_rule
+from app.api.event_executor import EventScopedExecutor
 from app.api.internal_errors import InternalErrors, mask
 from app.api.mutations import preferences
 from app.api.mutations.accounts import (
@@ -125,6 +126,7 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         types=[SourceNode, ArticleNode, StoryNode, BreakingEvent],
         extensions=extensions,
         config=StrawberryConfig(scalar_map=SCALARS),
+        execution_context_class=EventScopedExecutor,
     )
 
 

@@ -24,8 +24,19 @@ CHANNEL_PREFIX = "newsagg:events:"
 SUBSCRIBER_BUFFER = 256
 
 
+def channel_prefix(redis: Redis) -> str:
+    """Where the channels of the Redis database `redis` uses begin. Pub/sub ignores database numbers: without the
+    number, deployments sharing a Redis server on different databases would hear each other's events (and look up
+    the ids they carry in their own database)."""
+    return f"{CHANNEL_PREFIX}{redis.connection_pool.connection_kwargs.get('db', 0)}:"
+
+
+def channel_of(redis: Redis, topic: str) -> str:
+    return channel_prefix(redis) + topic
+
+
 async def publish(redis: Redis, topic: str, payload: dict[str, Any]) -> None:
-    await redis.publish(CHANNEL_PREFIX + topic, json.dumps(payload))
+    await redis.publish(channel_of(redis, topic), json.dumps(payload))
 
 
 class Broadcaster:
@@ -43,6 +54,7 @@ class Broadcaster:
     def __init__(self, redis: Redis, *, missed: MissedEvents | None = None, catch_up_seconds: float = 10,
                  backoff_cap: float = 5, liveness_seconds: float = 5) -> None:  # fmt: skip
         self._redis = redis
+        self._prefix = channel_prefix(redis)
         # topic -> story id (None: every event of the topic) -> subscribers' queues
         self._queues: dict[str, dict[int | None, set[asyncio.Queue[dict[str, Any]]]]] = {}
         self._reader: asyncio.Task[None] | None = None
@@ -87,7 +99,7 @@ class Broadcaster:
     async def _subscribe_to(self, topic: str) -> None:
         """A failure here is the reader's to notice: its connection is the same, and it resubscribes everything."""
         try:
-            await self._pubsub.subscribe(CHANNEL_PREFIX + topic)
+            await self._pubsub.subscribe(self._prefix + topic)
         except Exception as error:
             log.warning("broadcast: subscribing to %s failed, left to the reconnect: %s", topic, error)
 
@@ -99,7 +111,7 @@ class Broadcaster:
         # subscribe confirmations are read (and skipped) by the reader: each word from Redis proves it alive
         self._pubsub = self._redis.pubsub()
         try:
-            subscribing = self._pubsub.subscribe(*(CHANNEL_PREFIX + topic for topic in self._queues))
+            subscribing = self._pubsub.subscribe(*(self._prefix + topic for topic in self._queues))
             await asyncio.wait_for(subscribing, self._liveness)
             self.connected = True
         except Exception as error:
@@ -144,7 +156,7 @@ class Broadcaster:
             if message is not None:
                 pinged = False
                 if message["type"] == "message":
-                    self._deliver(message["channel"].decode()[len(CHANNEL_PREFIX) :], message["data"])
+                    self._deliver(message["channel"].decode()[len(self._prefix) :], message["data"])
             elif pinged:
                 BROADCAST_SILENCES.inc()
                 raise TimeoutError(f"Redis left a PING unanswered for {self._liveness:g} s")
