@@ -23,7 +23,7 @@ from tests.newsroom import StorySpec, add_source, add_story, global_id, log_in, 
 
 PUBLIC_QUERIES = {"node", "sources", "sourcesOpml", "source", "articles", "article", "stories", "story",
                   "breakingEvents", "topicFeed", "breaking", "trending", "search", "health", "viewer",
-                  "feed", "rateLimit"}  # fmt: skip
+                  "feed", "rateLimit", "trendingEntities"}  # fmt: skip
 # viewer: null for nobody, and only ever the caller's own account; feed: global for nobody, personal otherwise;
 # rateLimit: only ever the caller's own budget
 PUBLIC_MUTATIONS = {"signUp", "logIn", "logOut"}  # logOut ends only the caller's own session(s)
