@@ -199,14 +199,16 @@ class StoryState:
             story_id = self.merged_into[story_id]
         return story_id
 
-    def add_weights(self, story: Story, weights: dict[str, float]) -> None:
-        """Adds term weights to a story's centroid, keeping its norm, top-term index and size bound."""
+    def add_weights(self, story: Story, weights: dict[str, float], idf: dict[str, float] | None = None) -> None:
+        """Adds term weights to a story's centroid, keeping its norm, top-term index and size bound (with the
+        weights' IDF when the caller has it already: the same numbers)."""
         squared = story.norm * story.norm
         centroid = story.centroid
+        idf_of = idf.__getitem__ if idf is not None else self.idf
         for word, weight in weights.items():
             old = centroid.get(word, 0.0)
-            idf = self.idf(word)
-            squared += ((old + weight) ** 2 - old * old) * idf * idf
+            factor = idf_of(word)
+            squared += ((old + weight) ** 2 - old * old) * factor * factor
             centroid[word] = old + weight
         if len(centroid) > CENTROID_TERMS * 3 // 2:  # trimmed now and then, not on every article
             for word in heapq.nsmallest(len(centroid) - CENTROID_TERMS, centroid, key=centroid.__getitem__):
@@ -227,17 +229,19 @@ class StoryState:
         story.floor = min(centroid[w] for w in story.top) if story.top else 0.0
         self._index(story.id, before - story.top, story.top - before)
 
-    def create(self, article: IncomingArticle, weights: dict[str, float]) -> Story:
+    def create(self, article: IncomingArticle, weights: dict[str, float], idf: dict[str, float] | None = None,
+               ) -> Story:  # fmt: skip
         representative = Representative(article.id, article.title, article.authority, article.at)
         story = Story(next(self.new_ids), {}, 0.0, 1, {article.source}, article.at, article.at, representative)
         self.stories[story.id] = story
-        self.add_weights(story, weights)
+        self.add_weights(story, weights, idf)
         self._label(story, article)
         self.placed[article.id] = story.id
         return story
 
-    def join(self, story: Story, article: IncomingArticle, weights: dict[str, float]) -> None:
-        self.add_weights(story, weights)
+    def join(self, story: Story, article: IncomingArticle, weights: dict[str, float],
+             idf: dict[str, float] | None = None) -> None:  # fmt: skip
+        self.add_weights(story, weights, idf)
         story.size += 1
         story.sources.add(article.source)
         story.last_updated = max(story.last_updated, article.at)
@@ -356,8 +360,8 @@ class StoryClusterer:
             if score >= best_score:
                 best, best_score = story, score
         if best is None:
-            return state.create(article, counts).id
-        state.join(best, article, counts)
+            return state.create(article, counts, idf).id
+        state.join(best, article, counts, idf)
         return best.id
 
     def evidence(self, state: StoryState, story: Story, counts: dict[str, float]) -> float:
