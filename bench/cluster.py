@@ -1,14 +1,14 @@
 """Story clustering at ingest speed, with a full window live, and near-duplicate lookup at 1M fingerprints.
 
 Clustering: a scratch database (the real migrations) holds `--live` articles (default 200k) spread over the last
-48 hours, already clustered into stories. They are made from the real feed items in `../shared/data/feeds`: each
-item seeds a story, and the story's other articles are rewordings of it (words dropped and reordered, summary
-words added) from other outlets, so the vocabulary, its skew and the story sizes look like a live window. The
-warm state is built by the clusterer on a worker's in-memory state and saved the way a worker saves it. Then `--new`
-articles (half join live stories, half start new ones, all from items not used for the window) are clustered by
-`app.stories.service.cluster_articles` in batches of `--batch`, exactly as the worker does, by a worker whose copy
-starts cold (its first batch is timed apart). The baseline in the same run is the same clusterer on a copy of the
-in-memory state (`ratio_pg_to_memory`).
+48 hours, already clustered into stories. They are made from the real feed items in `../shared/data/feeds` (or
+`$NEWSAGG_SHARED_DATA/feeds`, or the file `$NEWSAGG_FEED_ITEMS`): each item seeds a story, and the story's other
+articles are rewordings of it (words dropped and reordered, summary words added) from other outlets, so the
+vocabulary, its skew and the story sizes look like a live window. The warm state is built by the clusterer on a
+worker's in-memory state and saved the way a worker saves it. Then `--new` articles (half join live stories, half
+start new ones, all from items not used for the window) are clustered by `app.stories.service.cluster_articles` in
+batches of `--batch`, exactly as the worker does, by a worker whose copy starts cold (its first batch is timed
+apart). The baseline in the same run is the same clusterer on a copy of the in-memory state (`ratio_pg_to_memory`).
 
 Lookup: bench/near_duplicates.py over `--fingerprints` (default 1M): LSH band keys on a GIN index against the
 design documents' `bit_count` scan over the same fingerprints.
@@ -44,7 +44,8 @@ from app.stories.store import ClusteringCache
 from bench import near_duplicates
 from bench.ingest import scratch_database
 
-DEFAULT_ITEMS = Path(__file__).resolve().parents[2] / "shared" / "data" / "feeds" / "gesab001_headlines_items.jsonl.gz"
+SHARED = Path(os.environ.get("NEWSAGG_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DEFAULT_ITEMS = SHARED / "feeds" / "gesab001_headlines_items.jsonl.gz"
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 WINDOW = timedelta(hours=48)
 SOURCES = 2000
@@ -204,5 +205,5 @@ if __name__ == "__main__":
     parser.add_argument("--queries", type=int, default=300)
     arguments = parser.parse_args()
     if not Path(os.environ.get("NEWSAGG_FEED_ITEMS", DEFAULT_ITEMS)).exists():
-        raise SystemExit("feed items not found (../shared/data/feeds, or set NEWSAGG_FEED_ITEMS): nothing to measure")
+        raise SystemExit("feed items not found (../shared/data/feeds; set NEWSAGG_SHARED_DATA or NEWSAGG_FEED_ITEMS)")
     print(json.dumps(asyncio.run(main(arguments))))

@@ -69,6 +69,20 @@ async def test_one_event_from_many_outlets_is_one_story(services: Services, sett
     assert await cluster_articles(services.engine, ids) == {}  # already placed: nothing to do
 
 
+async def test_a_batch_takes_waiting_understood_articles_along(services: Services, settings: Settings) -> None:
+    """Under load one job clusters what several enqueued: the articles it was given and up to `pending` more that are
+    understood and still in no story (not yet understood ones wait)."""
+    waiting = await stored(services, settings, [APPLE[0], APPLE[1]])
+    not_understood = await stored(services, settings, [APPLE[2]], start=5)
+    given = await stored(services, settings, [FED[0]], start=10)
+    await understand_articles(services.engine, waiting, now=datetime.now(UTC))
+    placed = await cluster_articles(services.engine, given, pending=10)
+    assert set(placed) == {*waiting, *given}
+    assert placed[waiting[0]] == placed[waiting[1]] != placed[given[0]]
+    assert await cluster_articles(services.engine, given + waiting, pending=10) == {}  # in stories now
+    assert set(await cluster_articles(services.engine, not_understood)) == set(not_understood)
+
+
 async def test_concurrent_workers_end_with_one_story(services: Services, settings: Settings) -> None:
     """Two workers ingest the same story at the same moment; the clustering lock serializes them."""
     first = await stored(services, settings, [FED[0], FED[1]])

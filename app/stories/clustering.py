@@ -15,18 +15,20 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import operator
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from app.entities.evidence import entity_terms, role_clash
+from app.entities.evidence import clash, entity_terms, role_terms
 from app.entities.extractor import extract
 from app.stories.text_features import terms
 
 TOP_TERMS = 50  # a story is found through its strongest terms
 SELECTIVE_POSTINGS = 200  # a word among the strongest terms of more stories than this identifies none of them
 CENTROID_TERMS = 300  # a story keeps its strongest terms only: bounded work and storage for a story of any size
+_ZEROS = itertools.repeat(0.0)  # the weight of a term a centroid lacks, for map()
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,9 +168,9 @@ class StoryState:
             self.index.setdefault(word, set()).add(story_id)
 
     def observe(self, words: Iterable[str]) -> None:
-        for word in words:
-            self.frequencies[word] += 1
-            self.observed[word] += 1
+        words = list(words)
+        self.frequencies.update(words)  # a list of words: each counts once (a mapping would add its values)
+        self.observed.update(words)
         self.documents += 1
         self.articles_observed += 1
 
@@ -200,14 +202,16 @@ class StoryState:
             story_id = self.merged_into[story_id]
         return story_id
 
-    def add_weights(self, story: Story, weights: dict[str, float]) -> None:
-        """Adds term weights to a story's centroid, keeping its norm, top-term index and size bound."""
+    def add_weights(self, story: Story, weights: dict[str, float], idf: dict[str, float] | None = None) -> None:
+        """Adds term weights to a story's centroid, keeping its norm, top-term index and size bound (with the
+        weights' IDF when the caller has it already: the same numbers)."""
         squared = story.norm * story.norm
         centroid = story.centroid
+        idf_of = idf.__getitem__ if idf is not None else self.idf
         for word, weight in weights.items():
             old = centroid.get(word, 0.0)
-            idf = self.idf(word)
-            squared += ((old + weight) ** 2 - old * old) * idf * idf
+            factor = idf_of(word)
+            squared += ((old + weight) ** 2 - old * old) * factor * factor
             centroid[word] = old + weight
         if len(centroid) > CENTROID_TERMS * 3 // 2:  # trimmed now and then, not on every article
             for word in heapq.nsmallest(len(centroid) - CENTROID_TERMS, centroid, key=centroid.__getitem__):
@@ -228,17 +232,19 @@ class StoryState:
         story.floor = min(centroid[w] for w in story.top) if story.top else 0.0
         self._index(story.id, before - story.top, story.top - before)
 
-    def create(self, article: IncomingArticle, weights: dict[str, float]) -> Story:
+    def create(self, article: IncomingArticle, weights: dict[str, float], idf: dict[str, float] | None = None,
+               ) -> Story:  # fmt: skip
         representative = Representative(article.id, article.title, article.authority, article.at)
         story = Story(next(self.new_ids), {}, 0.0, 1, {article.source}, article.at, article.at, representative)
         self.stories[story.id] = story
-        self.add_weights(story, weights)
+        self.add_weights(story, weights, idf)
         self._label(story, article)
         self.placed[article.id] = story.id
         return story
 
-    def join(self, story: Story, article: IncomingArticle, weights: dict[str, float]) -> None:
-        self.add_weights(story, weights)
+    def join(self, story: Story, article: IncomingArticle, weights: dict[str, float],
+             idf: dict[str, float] | None = None) -> None:  # fmt: skip
+        self.add_weights(story, weights, idf)
         story.size += 1
         story.sources.add(article.source)
         story.last_updated = max(story.last_updated, article.at)
@@ -301,12 +307,25 @@ def signature(state: StoryState, story: Story, counts: dict[str, float], policy:
     nearly all of it (`signature_share` of its weight per article seen) in this story, as a name that appears with
     one event ("Gox", "Spritz", "Sbarro") does while the event runs; else 0. Counts run over every article seen, so
     a name in the news for months signs no story of this week."""
-    centroid, frequencies = story.centroid, state.frequencies
+    return signs(story, signature_bars(state, counts, policy))
+
+
+def signature_bars(state: StoryState, counts: dict[str, float], policy: ClusteringPolicy,
+                   ) -> tuple[list[str], list[float]]:  # fmt: skip
+    """The article's words seen often enough to sign a story, and the weight a story needs of each to be signed:
+    found once per article, then checked against each candidate story (`signs`)."""
+    frequencies, words, bars = state.frequencies, [], []
     for word in counts:
         seen = frequencies.get(word, 0)
-        if seen >= policy.signature_support and centroid.get(word, 0.0) >= policy.signature_share * seen:
-            return 1.0
-    return 0.0
+        if seen >= policy.signature_support:
+            words.append(word)
+            bars.append(policy.signature_share * seen)
+    return words, bars
+
+
+def signs(story: Story, bars: tuple[list[str], list[float]]) -> float:
+    words, needed = bars
+    return 1.0 if any(map(operator.ge, map(story.centroid.get, words, _ZEROS), needed)) else 0.0
 
 
 class StoryClusterer:
@@ -330,29 +349,35 @@ class StoryClusterer:
         idf = {w: state.idf(w) for w in counts}
         vector = {w: c * idf[w] for w, c in counts.items()}
         length = math.sqrt(sum(v * v for v in vector.values()))
-        query = {w: v * idf[w] for w, v in vector.items()}  # against raw centroid weights: idf applied once here
+        # against raw centroid weights: idf applied once here
+        words, query = list(vector), [v * idf[w] for w, v in vector.items()]
         lookup, sharing = self.lookup(idf, state.index)
         best, best_score = None, self.policy.threshold
+        evidence = self.evidence_of(state, counts)
         for story in state.candidates(lookup, article.at - self.policy.window, sharing=sharing):
             if not story.norm or story.first_seen < article.at - self.policy.lifetime:
                 continue
-            centroid = story.centroid
-            score = sum(q * centroid.get(w, 0.0) for w, q in query.items()) / (length * story.norm)
-            score += self.evidence(state, story, counts)
+            # the dot product over the article's terms, in C (map) rather than a generator: the same sum
+            score = sum(map(operator.mul, query, map(story.centroid.get, words, _ZEROS))) / (length * story.norm)
+            score += evidence(story)
             if score >= best_score:
                 best, best_score = story, score
         if best is None:
-            return state.create(article, counts).id
-        state.join(best, article, counts)
+            return state.create(article, counts, idf).id
+        state.join(best, article, counts, idf)
         return best.id
 
     def evidence(self, state: StoryState, story: Story, counts: dict[str, float]) -> float:
         """What an article and a story have in common beyond their cosine, added to it: each signal is a pure score
         of (article, story) times its weight in the policy; a different person in a role the story's holder has
         (another mayor) counts against (app/entities/evidence.py)."""
-        return self.policy.signature_weight * signature(state, story, counts, self.policy) - role_clash(
-            counts, story.centroid
-        )
+        return self.evidence_of(state, counts)(story)
+
+    def evidence_of(self, state: StoryState, counts: dict[str, float]) -> Callable[[Story], float]:
+        """`evidence` for one article against any story: what depends on the article alone is found once."""
+        bars, roles = signature_bars(state, counts, self.policy), role_terms(counts)
+        weight = self.policy.signature_weight
+        return lambda story: weight * signs(story, bars) - clash(roles, story.centroid)
 
     def assign_all(self, state: StoryState, articles: Iterable[IncomingArticle]) -> dict[int, int]:
         """Article id -> story id; with a merge pass every `merge_every` articles."""

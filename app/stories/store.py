@@ -49,6 +49,10 @@ _CHANGED_STORIES = text("""
                                       OR s.article_count = 0)
     ORDER BY s.revision
 """)
+_RESERVE = text("""
+    SELECT nextval('story_revision_seq') AS revision,
+           ARRAY(SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n)) AS ids
+""")
 _CHANGED_VOCABULARY = text("SELECT term, documents, revision FROM story_vocabulary WHERE revision > :revision")
 
 
@@ -61,6 +65,7 @@ class ClusteringCache:
         self.vocabulary_revision = 0
         self.pruned_at: datetime | None = None
         self.reserved: set[int] = set()  # ids reserved for the current batch: stories it creates
+        self.revision: int | None = None  # the current batch's revision, when reserved with its ids
 
     def reset(self) -> None:
         """After a failed transaction the copy may hold changes PostgreSQL never got: start again."""
@@ -105,13 +110,11 @@ class ClusteringCache:
         return state
 
     async def reserve_ids(self, connection: AsyncConnection, count: int) -> None:
-        """New stories take ids from the table's sequence, reserved up front: the clusterer itself never waits."""
-        rows = await connection.execute(
-            text("SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n)"), {"n": max(count, 1)}
-        )
-        ids = [int(r[0]) for r in rows]
-        self.state.new_ids = iter(ids)
-        self.reserved = set(ids)
+        """New stories take ids from the table's sequence, reserved up front: the clusterer itself never waits. The
+        save's revision comes in the same round trip (under the lock, so still in commit order)."""
+        row = (await connection.execute(_RESERVE, {"n": max(count, 1)})).one()
+        self.state.new_ids = iter(row.ids)
+        self.reserved, self.revision = set(row.ids), row.revision
 
     async def save(self, connection: AsyncConnection, now: datetime, *, flush_vocabulary: bool = False,
                    ) -> dict[int, int]:  # fmt: skip
@@ -121,7 +124,7 @@ class ClusteringCache:
         Vocabulary counts are statistics: they are written once enough articles have been observed (or when asked),
         not with every batch."""
         state = self.state
-        revision = await connection.scalar(text("SELECT nextval('story_revision_seq')"))
+        revision = self.revision or await connection.scalar(text("SELECT nextval('story_revision_seq')"))
         if state.articles_observed and (flush_vocabulary or state.articles_observed >= VOCABULARY_FLUSH_ARTICLES):
             vocabulary = Counter({w[:64]: n for w, n in state.observed.items()})
             vocabulary[TOTAL] += state.articles_observed
@@ -144,7 +147,7 @@ class ClusteringCache:
         grown = (set(placed.values()) | set(retired.values())) - self.reserved
         await announce_updates(connection, [state.stories[i] for i in sorted(grown) if i in state.stories], retired,
                                int(revision or 0))  # fmt: skip
-        state.changed, state.placed, state.merged_into, self.reserved = set(), {}, {}, set()
+        state.changed, state.placed, state.merged_into, self.reserved, self.revision = set(), {}, {}, set(), None
         # at ingest the merge job picks its own drivers (service.merge_stories); kept, this set would only grow
         state.since_merge = set()
         self.story_revision = self.vocabulary_revision = int(revision or 0)
@@ -206,6 +209,11 @@ def _array(values: Iterable[object]) -> str:
     return "{" + ",".join(json.dumps(str(v), ensure_ascii=False) for v in values) + "}"
 
 
+def _ids(values: Iterable[str]) -> str:
+    """An array literal of ids: digits need no quoting (a large story's outlets are hundreds of them)."""
+    return "{" + ",".join(map(str, sorted(map(int, values)))) + "}"
+
+
 def _story_rows(stories: list[Story], revision: Any) -> dict[str, Any]:
     return {
         "id": [s.id for s in stories],
@@ -214,7 +222,7 @@ def _story_rows(stories: list[Story], revision: Any) -> dict[str, Any]:
         "centroid": [json.dumps(s.centroid) for s in stories],
         "norm": [s.norm for s in stories],
         "size": [s.size for s in stories],
-        "sources": [_array(sorted(int(x) for x in s.sources)) for s in stories],
+        "sources": [_ids(s.sources) for s in stories],
         "topic_counts": [json.dumps(s.topic_counts) for s in stories],
         "topics": [_array(story_topics(s)) for s in stories],
         "languages": [_array(sorted(s.languages)) for s in stories],
