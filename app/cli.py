@@ -1,5 +1,5 @@
-"""The `newsagg` command: up, api, worker, migrate, opml, users, documents, reindex, prune, entities, eval,
-topics, health, schema, settings."""
+"""The `newsagg` command, parsed and dispatched: up, api, worker, migrate, opml, users, documents, reindex, prune,
+entities, eval, topics, health, schema, settings (the longer commands in app/commands/)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,9 @@ import argparse
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from app.commands import accounts, database, documents, evaluation, retention
+from app.commands import accounts, articles, database, documents, evaluation, retention, sources
 from app.settings import Settings, get_settings
-
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
-    from sqlalchemy.ext.asyncio import AsyncEngine
-
-    Progress = Callable[[int], None]  # told how many articles a pass has read so far
 
 DESCRIPTION = """\
 newsagg: a news aggregation backend (GraphQL API with subscriptions, crawler, story clustering).
@@ -220,21 +212,21 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
     if args.command == "migrate":
         return database.migrate(settings, args.revision, first_start=args.first_start)
     if args.command == "opml":
-        return _opml(settings, args)
+        return sources.opml(settings, args)
     if args.command == "users":
         return accounts.users(settings, args)
     if args.command == "documents":
         return documents.documents(settings, args)
     if args.command == "reindex":
-        return _reindex(settings, args.since)
+        return articles.reindex(settings, args.since)
     if args.command == "prune":
         return retention.prune(settings, args.dry_run)
     if args.command == "entities":
-        return _backfill_entities(settings)
+        return articles.backfill_entities(settings)
     if args.command == "eval":
         return evaluation.evaluate(args)
     if args.command == "topics":
-        return _relabel_topics(settings) if args.topics_command == "relabel" else evaluation.train_topics(args)
+        return articles.relabel_topics(settings) if args.topics_command == "relabel" else evaluation.train_topics(args)
     if args.command == "health":
         from app.commands.health import health
 
@@ -252,91 +244,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
     raise AssertionError(args.command)
 
 
-def _opml(settings: Settings, args: argparse.Namespace) -> int:
-    from app.db.engine import session_factory
-    from app.sources.portability import export_opml, import_opml
-
-    async def run(engine: AsyncEngine) -> int:
-        async with session_factory(engine).begin() as session:
-            if args.opml_command == "export":
-                document = await export_opml(session)
-                args.file.write_text(document) if args.file else sys.stdout.write(document)
-                return 0
-            report = await import_opml(session, settings, args.file.read_bytes())
-        print(f"{len(report.created)} added, {report.existing} already present, {len(report.rejected)} refused")
-        for url, error in report.rejected:
-            print(f"  refused {url}: {error.code.value}: {error}", file=sys.stderr)
-        return 0
-
-    return database.with_database(settings, run)
-
-
 def _date(value: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 date: {value!r}") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _progress_bar(done: int, total: int, width: int = 40) -> None:
-    """A one-line progress bar on stderr (articles done of all, percent), redrawn in place."""
-    filled = width * done // total if total else width
-    end = "\n" if done >= total else ""
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} "
-                     f"({100 * done // max(total, 1)}%){end}")  # fmt: skip
-    sys.stderr.flush()
-
-
-def _backfill_entities(settings: Settings) -> int:
-    from app.entities.backfill import backfill
-
-    async def run(engine: AsyncEngine, progress: Progress) -> str:
-        done = await backfill(engine, progress=progress)
-        return f"{done} articles without entities read; those naming any now have them"
-
-    return _over_articles(settings, run)
-
-
-def _relabel_topics(settings: Settings) -> int:
-    from app.articles.relabel import relabel
-
-    async def run(engine: AsyncEngine, progress: Progress) -> str:
-        done = await relabel(engine, progress=progress)
-        return f"{done.read} articles read, {done.changed} labelled anew, {done.stories} stories counted again"
-
-    return _over_articles(settings, run)
-
-
-def _over_articles(settings: Settings, work: Callable[[AsyncEngine, Progress], Awaitable[str]]) -> int:
-    """A pass over the stored articles on the migrated database: how many it has read as it goes, then its summary."""
-
-    async def run(engine: AsyncEngine) -> int:
-        summary = await work(engine, lambda n: print(f"\r{n:,} articles read", end="", file=sys.stderr))
-        print(f"\n{summary}")
-        return 0
-
-    return database.with_database(settings, run)
-
-
-def _reindex(settings: Settings, since: datetime | None) -> int:
-    from app.search.query import SearchUnavailable
-    from app.search.service import meili_index
-    from app.search.sync import reindex
-
-    index = meili_index(settings)
-    if index is None:
-        print("MEILI_URL is not set: search runs on PostgreSQL, whose search vector the database keeps itself; "
-              "there is no index to rebuild", file=sys.stderr)  # fmt: skip
-        return 0
-
-    async def run(engine: AsyncEngine) -> int:
-        try:
-            sent = await reindex(engine, index, since=since, batch=settings.search_sync_batch, progress=_progress_bar)
-        except SearchUnavailable as error:
-            print(f"\nreindex stopped: {error}", file=sys.stderr)
-            return 1
-        print(f"{sent} articles sent to the Meilisearch index {settings.meili_index!r}")
-        return 0
-
-    return database.with_database(settings, run)

@@ -1,0 +1,32 @@
+"""`newsagg opml import|export`: sources in and out as OPML."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from app.commands import database
+from app.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+
+def opml(settings: Settings, args: argparse.Namespace) -> int:
+    from app.db.engine import session_factory
+    from app.sources.portability import export_opml, import_opml
+
+    async def run(engine: AsyncEngine) -> int:
+        async with session_factory(engine).begin() as session:
+            if args.opml_command == "export":
+                document = await export_opml(session)
+                args.file.write_text(document) if args.file else sys.stdout.write(document)
+                return 0
+            report = await import_opml(session, settings, args.file.read_bytes())
+        print(f"{len(report.created)} added, {report.existing} already present, {len(report.rejected)} refused")
+        for url, error in report.rejected:
+            print(f"  refused {url}: {error.code.value}: {error}", file=sys.stderr)
+        return 0
+
+    return database.with_database(settings, run)
