@@ -238,6 +238,12 @@ class Settings(BaseSettings):
     crawl_priority_half_life_minutes: float = Field(
         default=30, gt=0, description="A crawl priority halves every this many minutes unless raised again."
     )
+    crawl_priority_head_start_seconds: float = Field(
+        default=600,
+        ge=0,
+        description="How much sooner than its due time a source of crawl priority 100 is claimed (in proportion for"
+        " other priorities): a head start, so a source overdue by longer still goes first and none starves.",
+    )
     crawl_priority_trending_stories: int = Field(
         default=20, ge=0, description="The top trending stories (last hour) whose sources are crawled sooner."
     )

@@ -58,6 +58,7 @@ async def test_priority_halves_every_half_life(services: Services, settings: Set
     async with services.engine.begin() as connection:  # breaking two half-lives ago (100 -> 25) beats websub now (40)?
         await raise_sources(connection, settings, [earlier], reason="breaking", now=now - 2 * half_life)
         await raise_sources(connection, settings, [later], reason="websub", now=now)
+        await connection.execute(update(CrawlSchedule).values(next_crawl_at=now - timedelta(minutes=1)))  # one time
         in_sql = await connection.scalar(select(effective_priority(now, half_life.total_seconds()))
                                          .where(CrawlSchedule.source_id == earlier))  # fmt: skip
     assert in_sql is not None
@@ -90,3 +91,16 @@ async def test_breaking_and_trending_stories_bring_their_sources_crawls_forward(
     async with services.db.begin() as session:
         claimed = await claim_due_sources(session, settings)
     assert claimed == sorted([breaking_a, breaking_b, trending])  # due now: last fetched longer ago than 1 min
+
+
+async def test_priority_is_a_head_start_so_a_long_overdue_source_is_not_starved(
+    services: Services, settings: Settings
+) -> None:
+    long_overdue, slightly_overdue, raised = await outlets(services, settings, 3, due_in=timedelta(minutes=-1))
+    now = datetime.now(UTC)
+    head_start = timedelta(seconds=settings.crawl_priority_head_start_seconds)
+    async with services.db.begin() as session:
+        await session.execute(update(CrawlSchedule).where(CrawlSchedule.source_id == long_overdue)
+                              .values(next_crawl_at=now - head_start - timedelta(minutes=5)))  # fmt: skip
+        await raise_sources(session, settings, [raised], reason="breaking", now=now)
+    assert await claims_one_by_one(services, settings, 3) == [long_overdue, raised, slightly_overdue]

@@ -29,4 +29,5 @@ async def claim_due_sources(
                     released.worker_gone, released.stale)  # fmt: skip
         count_released(released.worker_gone, released.stale)
     return await repository.claim_due(session, now=now, limit=settings.crawl_batch_size, claimed_by=claimed_by,
-                                      half_life_s=settings.crawl_priority_half_life_minutes * 60)  # fmt: skip
+                                      half_life_s=settings.crawl_priority_half_life_minutes * 60,
+                                      head_start_s=settings.crawl_priority_head_start_seconds)  # fmt: skip

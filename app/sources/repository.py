@@ -74,11 +74,20 @@ def effective_priority(now: datetime, half_life_s: float) -> ColumnElement[float
 
 
 async def claim_due(
-    session: AsyncSession, *, now: datetime, limit: int, claimed_by: str | None = None, half_life_s: float = 1800
+    session: Executor,
+    *,
+    now: datetime,
+    limit: int,
+    claimed_by: str | None = None,
+    half_life_s: float = 1800,
+    head_start_s: float = 600,
 ) -> list[int]:
     """Mark up to `limit` due, pending, active sources in flight (claims named by `now`, held by the worker
-    `claimed_by`), highest priority (decayed with `half_life_s`) first, then the longest overdue; concurrent claimers
-    skip each other's rows."""
+    `claimed_by`); concurrent claimers skip each other's rows. The longest overdue go first, a source's crawl priority
+    (decayed with `half_life_s`) counting as a head start: `head_start_s` at priority 100, in proportion below and
+    above. A head start, not a pass: a source overdue by more than that is still claimed before a fresh raised one,
+    so no source starves however many are raised."""
+    head_start = func.make_interval(0, 0, 0, 0, 0, 0, effective_priority(now, half_life_s) * (head_start_s / 100))
     due = (
         select(CrawlSchedule.source_id)
         .join(Source, Source.id == CrawlSchedule.source_id)
@@ -87,7 +96,7 @@ async def claim_due(
             CrawlSchedule.next_crawl_at <= now,
             Source.status == SourceStatus.ACTIVE,
         )
-        .order_by(effective_priority(now, half_life_s).desc(), CrawlSchedule.next_crawl_at)
+        .order_by(CrawlSchedule.next_crawl_at - head_start)
         .limit(limit)
         .with_for_update(of=CrawlSchedule, skip_locked=True)
         .scalar_subquery()
