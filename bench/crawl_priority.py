@@ -133,7 +133,7 @@ class Run:
         policy = CrawlPolicy.from_settings(self.settings)
         now = START + timedelta(seconds=t)
         new = [START + timedelta(seconds=p) for p, _ in articles[start:stop]]
-        document = [START + timedelta(seconds=p) for p, _ in articles[max(stop - FEED_WINDOW, 0):stop]]
+        document = [START + timedelta(seconds=p) for p, _ in articles[max(stop - FEED_WINDOW, 0) : stop]]
         decision = after_success(self.states[i], BOUNDS, policy, now=now, new_published=new,
                                  document_published=document, publisher_delay_s=0, feed_url="",
                                  permanent_url=None)  # fmt: skip
@@ -145,7 +145,7 @@ class Run:
         """Articles still waiting at the end count with how long they have waited so far (a lower bound), so a
         source left waiting weighs in rather than dropping out."""
         for i, articles in enumerate(self.publishing.articles):
-            for published, story in articles[self.cursor[i]:]:
+            for published, story in articles[self.cursor[i] :]:
                 if WARM_UP_S <= published <= end - TAIL_S:
                     self.delays["quiet" if story < 0 else "breaking"].append(end - published)
 
@@ -185,8 +185,13 @@ async def simulate(engine: AsyncEngine, run: Run, hours: float, batch: int) -> d
                     connection, run.breaking_sources(t), priority=run.settings.crawl_priority_breaking, now=now,
                     half_life_s=half_life,
                 )  # fmt: skip
-            claimed = await repository.claim_due(connection, now=now, limit=batch, half_life_s=half_life,
-                                                 head_start_s=run.settings.crawl_priority_head_start_seconds)
+            claimed = await repository.claim_due(
+                connection,
+                now=now,
+                limit=batch,
+                half_life_s=half_life,
+                head_start_s=run.settings.crawl_priority_head_start_seconds,
+            )
             due = [run.fetch(run.index[source_id], t, end) for source_id in claimed]
             await connection.execute(_FETCHED, {"id": claimed, "at": now, "next": due})
     run.unfetched(end)
