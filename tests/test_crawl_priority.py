@@ -7,15 +7,18 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select, update
 
+from app.articles.repository import NewArticle, insert_new
 from app.ingest.priority import decayed, raise_sources
 from app.ingest.scheduler import claim_due_sources
 from app.services import Services
 from app.settings import Settings
 from app.sources.models import CrawlSchedule
 from app.sources.repository import effective_priority
+from app.stories.service import cluster_articles
 from app.trending.store import record_arrivals
 from jobs.crawl import crawl_priority_job
 from tests.newsroom import StorySpec, add_source, add_story
+from tests.test_stories_ingest import FED
 
 
 async def outlets(services: Services, settings: Settings, n: int, *, due_in: timedelta) -> list[int]:
@@ -104,3 +107,25 @@ async def test_priority_is_a_head_start_so_a_long_overdue_source_is_not_starved(
                               .values(next_crawl_at=now - head_start - timedelta(minutes=5)))  # fmt: skip
         await raise_sources(session, settings, [raised], reason="breaking", now=now)
     assert await claims_one_by_one(services, settings, 3) == [long_overdue, raised, slightly_overdue]
+
+
+async def test_a_story_the_clusterer_finds_breaking_raises_the_outlets_covering_it(
+    services: Services, settings: Settings
+) -> None:
+    """Given 61 articles on one event in 30 minutes from 6 outlets, clustered as ingest clusters them (so the story
+    turns breaking by its velocity), and one quiet outlet, when the priority job runs, then the 6 are raised."""
+    *fast, quiet = await outlets(services, settings, 7, due_in=timedelta(hours=1))
+    now = datetime.now(UTC)
+    news = [NewArticle(fast[k % 6], f"f{k}", f"https://fast.example/{k}", FED[0], "", None,
+                       now - timedelta(seconds=k), k) for k in range(61)]  # fmt: skip
+    async with services.db.begin() as session:
+        ids = [article.id for article in await insert_new(session, news)]
+    await cluster_articles(services.engine, ids)
+
+    raised = await crawl_priority_job({"services": services})
+
+    after = await schedules(services)
+    assert raised["breaking"] == 6
+    assert [after[i].priority for i in fast] == [settings.crawl_priority_breaking] * 6
+    assert after[quiet].priority == 0
+    assert all(after[i].next_crawl_at <= datetime.now(UTC) for i in fast)  # fetched 10 min ago: due at once
