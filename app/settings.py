@@ -226,6 +226,32 @@ class Settings(BaseSettings):
         default_factory=lambda: [1.0, 5.0, 30.0],
         description="Waits before each retry of a transient fetch error (timeouts, resets, 5xx).",
     )
+    crawl_priority_breaking: int = Field(
+        default=100, ge=0, le=1000, description="Crawl priority given to the sources of a breaking story."
+    )
+    crawl_priority_trending: int = Field(
+        default=60, ge=0, le=1000, description="Crawl priority given to the sources of a trending story."
+    )
+    crawl_priority_websub: int = Field(
+        default=40, ge=0, le=1000, description="Crawl priority given to a source whose hub announced new items."
+    )
+    crawl_priority_half_life_minutes: float = Field(
+        default=30, gt=0, description="A crawl priority halves every this many minutes unless raised again."
+    )
+    crawl_priority_head_start_seconds: float = Field(
+        default=600,
+        ge=0,
+        description="How much sooner than its due time a source of crawl priority 100 is claimed (in proportion for"
+        " other priorities): a head start, so a source overdue by longer still goes first and none starves.",
+    )
+    crawl_priority_trending_stories: int = Field(
+        default=20, ge=0, description="The top trending stories (last hour) whose sources are crawled sooner."
+    )
+    crawl_priority_every_seconds: int = Field(
+        default=60,
+        description="How often breaking and trending stories raise their sources' crawl priority: a divisor of 60, "
+        "or whole minutes dividing an hour.",
+    )
     source_refresh_throttle_seconds: int = Field(
         default=60, description="sourceRefresh runs at most once per source in this many seconds."
     )
@@ -281,10 +307,24 @@ class Settings(BaseSettings):
         default="https://github.com/newsagg/newsagg", description="Contact URL sent in the User-Agent."
     )
     politeness_requests_per_second: float = Field(
-        default=1.0, description="Requests per second per host, shared by all workers (Crawl-delay may lower it)."
+        default=1.0,
+        description="Requests per second per site (registrable domain), shared by all workers (Crawl-delay may lower"
+        " it).",
     )
-    politeness_burst: int = Field(default=1, description="Requests a host's token bucket may hold.")
-    robots_cache_hours: float = Field(default=24, description="How long a host's robots.txt is cached.")
+    politeness_burst: int = Field(default=1, description="Requests a site's token bucket may hold.")
+    politeness_concurrent_per_site: int = Field(
+        default=2, ge=1, description="Requests in flight at once to one site, across all workers."
+    )
+    politeness_slot_lease_seconds: float = Field(
+        default=120, gt=0, description="A request's hold on its site's concurrency slot expires after this long."
+    )
+    politeness_slot_retry_seconds: float = Field(
+        default=2, gt=0, description="A refresh that finds its site's slots all taken tries again after this long."
+    )
+    politeness_back_off_seconds: float = Field(
+        default=60, gt=0, description="A site that answers 429/503 without Retry-After is left alone this long."
+    )
+    robots_cache_hours: float = Field(default=24, description="How long an origin's robots.txt is cached.")
     robots_max_bytes: int = Field(default=512 * 1024, description="Largest robots.txt read (RFC 9309 minimum).")
     allow_loopback_sources: bool = Field(
         default=False,
@@ -496,7 +536,7 @@ class Settings(BaseSettings):
             ipaddress.ip_network(entry.strip(), strict=False)  # a typo fails at start, not silently per request
         return entries
 
-    @field_validator("story_merge_seconds")
+    @field_validator("story_merge_seconds", "crawl_priority_every_seconds")
     @classmethod
     def _whole_cycles(cls, seconds: int) -> int:
         if not (0 < seconds < 60 and 60 % seconds == 0) and not (seconds >= 60 and 3600 % seconds == 0 == seconds % 60):

@@ -153,6 +153,7 @@ class Deployment:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NEWSAGG_", "MEILI_", "PROMETHEUS_"))}
         return env | {"DATABASE_URL": self.database_url, "REDIS_URL": self.redis.url(), "NEWSAGG_HOME": str(self.home),
                       "NEWSAGG_ALLOW_LOOPBACK_SOURCES": "true", "NEWSAGG_POLITENESS_REQUESTS_PER_SECOND": "50",
+                      "NEWSAGG_POLITENESS_CONCURRENT_PER_SITE": "16",
                       "NEWSAGG_CRAWL_TICK_SECONDS": "2", "NEWSAGG_STORY_MERGE_SECONDS": "10",
                       # every reader comes from 127.0.0.1: the soak measures serving, not the rate limits
                       "NEWSAGG_RATE_LIMIT_POINTS": str(10**9),

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.ingest.events import ARTICLES_ADDED
+from app.ingest.priority import raise_for_news, raise_sources
 from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
 from app.ingest.refresh_jobs import follow_up_job_id, refresh_job_id
 from app.ingest.scheduler import claim_due_sources
@@ -36,6 +37,13 @@ async def crawl_tick(ctx: dict[str, Any]) -> int:
     if claimed:
         log.info("crawl tick claimed %d sources", len(claimed))
     return len(claimed)
+
+
+async def crawl_priority_job(ctx: dict[str, Any]) -> dict[str, int]:
+    """Every NEWSAGG_CRAWL_PRIORITY_EVERY_SECONDS: the sources of breaking and trending stories are crawled sooner."""
+    services: Services = ctx["services"]
+    async with services.engine.begin() as connection:
+        return await raise_for_news(connection, services.redis, services.settings, datetime.now(UTC))
 
 
 async def refresh_source_job(
@@ -95,6 +103,9 @@ async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, cont
     """A hub pushed new entries: store them at once."""
     services: Services = ctx["services"]
     outcome = await ingest_body(services.engine, services.settings, source_id, body, content_type)
+    # a hub may push only the newest entries, or none (a light ping): the source is crawled soon, first among peers
+    async with services.engine.begin() as connection:
+        await raise_sources(connection, services.settings, [source_id], reason="websub", now=datetime.now(UTC))
     await after_ingest(ctx, source_id, outcome)
     count_push(len(outcome.new_article_ids))
     return outcome.status

@@ -25,7 +25,7 @@ from app.settings import Settings, get_settings
 from app.stories.store import ClusteringCache
 from app.workers.heartbeat import Heartbeat
 from jobs.backlogs import SAMPLE_SECONDS, sample_backlogs_job
-from jobs.crawl import crawl_tick, ingest_push_job, refresh_source_job
+from jobs.crawl import crawl_priority_job, crawl_tick, ingest_push_job, refresh_source_job
 from jobs.loop import ResilientWorker, retried_on_redis
 from jobs.outbox import relay_outbox_job
 from jobs.retention import RETENTION_TIMEOUT_S, retention_job
@@ -99,6 +99,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             _cron(websub_renew, minute=17, second=0),
             _cron(retention_job, minute=41, second=0, timeout=RETENTION_TIMEOUT_S),
             _cron(merge_stories_job, **_every(settings.story_merge_seconds)),
+            _cron(crawl_priority_job, **_every(settings.crawl_priority_every_seconds)),
             _cron(relay_outbox_job, second=tick_seconds(5)),
             _cron(sync_search_job, second=tick_seconds(5)),
             _cron(sweep_job, second=tick_seconds(settings.sweep_seconds), run_at_startup=True),

@@ -96,6 +96,7 @@ def settings(database_url: str, server_urls: tuple[str, str], tmp_path_factory: 
         queue_name=f"newsagg-test:{uuid.uuid4().hex[:8]}",
         worker_poll_delay_seconds=0.01,
         politeness_requests_per_second=1000.0,  # tests/test_politeness.py checks the real rate
+        politeness_concurrent_per_site=100,  # every test feed is on one site (127.0.0.1); test_politeness caps its own
         crawl_retry_delays_seconds=[0.05, 0.05, 0.05],
         auth_cache_seconds=0,  # tests change accounts in the database directly; tests/test_access.py covers the cache
         # metered, but no test runs out: the rate-limit tests set budgets of their own (tests/test_rate_limits.py)

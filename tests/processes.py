@@ -30,7 +30,8 @@ def deployment_env(settings: Settings, home: Path, **extra: str) -> dict[str, st
     assert settings.redis_url
     return env | {"DATABASE_URL": settings.database_url, "REDIS_URL": settings.redis_url, "NEWSAGG_HOME": str(home),
                   "NEWSAGG_QUEUE_NAME": f"{settings.queue_name}:processes", "NEWSAGG_ALLOW_LOOPBACK_SOURCES": "true",
-                  "NEWSAGG_POLITENESS_REQUESTS_PER_SECOND": "1000", **extra}  # fmt: skip
+                  "NEWSAGG_POLITENESS_REQUESTS_PER_SECOND": "1000", "NEWSAGG_POLITENESS_CONCURRENT_PER_SITE": "100",
+                  **extra}  # fmt: skip
 
 
 @dataclass

@@ -105,6 +105,8 @@ async def test_429_with_retry_after_backs_off_without_a_strike(
     for _ in range(4):
         await due_now(services)
         await crawl()
+        assert await services.redis.ttl("newsagg:bucket:127.0.0.1") > 3600  # the whole site backs off ...
+        await services.redis.delete("newsagg:bucket:127.0.0.1")  # ... until the hour has passed
     schedule = await schedule_of(services, source_id)
     assert schedule.consecutive_failures == 0
     assert schedule.throttle_streak == 4

@@ -107,7 +107,7 @@ async def subscribed(gql: GraphQLClient, feed_server: FeedServer, hub: str, publ
 
 
 async def test_a_discovered_hub_is_subscribed_and_its_pushes_ingested(
-    subscribed: Subscription, feed_server: FeedServer, hub: str, crawl: Crawl, services: Services
+    subscribed: Subscription, feed_server: FeedServer, hub: str, crawl: Crawl, services: Services, settings: Settings
 ) -> None:
     source, feed_url, callback = subscribed
     assert (source.websub_hub, source.websub_topic) == (hub, feed_url)
@@ -124,6 +124,11 @@ async def test_a_discovered_hub_is_subscribed_and_its_pushes_ingested(
         assert (await publish).status_code == 204
     await crawl(tick=False)  # the ingest job the push enqueued
     assert await article_count(services) == 5
+    async with services.db() as session:  # the hub announced new items: the source is crawled soon, and first
+        pushed = await session.scalar(select(CrawlSchedule))
+    assert pushed is not None
+    assert pushed.priority == settings.crawl_priority_websub
+    assert pushed.next_crawl_at <= datetime.now(UTC) + timedelta(seconds=source.min_interval_s)
 
     async with services.db.begin() as session:  # polled only as a safety net from now on
         await session.execute(update(CrawlSchedule).values(next_crawl_at=datetime.now(UTC) - timedelta(seconds=1)))

@@ -6,6 +6,7 @@ address whatever DNS says at that moment.
 
 from __future__ import annotations
 
+import ssl
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,7 +16,7 @@ import httpx
 
 from app.ingest.addresses import AddressRefused
 from app.ingest.hints import parse_retry_after
-from app.ingest.transport import guarded_transport
+from app.ingest.transport import NameNotResolved, guarded_transport
 from app.settings import Settings
 
 ACCEPT = "application/rss+xml, application/atom+xml, application/feed+json, application/xml;q=0.9, */*;q=0.5"
@@ -24,6 +25,9 @@ THROTTLE_STATUS = frozenset({429, 503})
 GONE_STATUS = frozenset({404, 410})
 PERMANENT_REDIRECTS = frozenset({301, 308})
 HINT_HEADERS = ("cache-control", "expires", "retry-after")
+# The ways the network fails, as the fetch log and the metrics count them (app/observability/work.py)
+NETWORK_FAILURES = ("dns", "connect", "tls", "timeout", "protocol")
+TRANSIENT_FAILURES = frozenset({"dns", "connect", "timeout", "protocol"})  # a bad certificate stays bad
 
 
 class FetchError(Exception):
@@ -40,7 +44,7 @@ class FetchError(Exception):
     @property
     def transient(self) -> bool:
         """Worth another attempt in seconds: the network or the server hiccuped."""
-        return self.error_class in {"timeout", "connect"} or self.status_code in TRANSIENT_STATUS
+        return self.error_class in TRANSIENT_FAILURES or self.status_code in TRANSIENT_STATUS
 
     @property
     def throttled(self) -> bool:
@@ -142,12 +146,29 @@ async def _send(client: httpx.AsyncClient, url: str, headers: dict[str, str]) ->
         return await client.send(client.build_request("GET", url, headers=headers), stream=True)
     except AddressRefused as error:
         raise FetchError("address_refused", str(error)) from error
-    except httpx.TimeoutException as error:
-        raise FetchError("timeout", f"timed out fetching {url}") from error
     except httpx.UnsupportedProtocol as error:
         raise FetchError("address_refused", f"only http(s) is fetched: {error}") from error
     except httpx.HTTPError as error:
-        raise FetchError("connect", f"{type(error).__name__}: {error}") from error
+        raise FetchError(network_failure(error), f"{type(error).__name__} fetching {url}: {error}") from error
+
+
+def network_failure(error: BaseException) -> str:
+    """Which of NETWORK_FAILURES an httpx error is: the causes it was raised from tell (httpx wraps httpcore's
+    exception, which wraps the resolver's or ssl's)."""
+    if isinstance(error, httpx.TimeoutException):
+        return "timeout"
+    causes: list[BaseException] = []
+    cause: BaseException | None = error
+    while cause is not None and len(causes) < 10:
+        causes.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    if any(isinstance(c, NameNotResolved) for c in causes):
+        return "dns"
+    if any(isinstance(c, ssl.SSLError | ssl.CertificateError) for c in causes):
+        return "tls"
+    if isinstance(error, httpx.RemoteProtocolError | httpx.LocalProtocolError):
+        return "protocol"
+    return "connect"
 
 
 async def _read_capped(response: httpx.Response, cap: int) -> bytes:
@@ -168,5 +189,5 @@ async def _read_capped(response: httpx.Response, cap: int) -> bytes:
     except httpx.DecodingError as error:
         raise FetchError("decoding", f"bad content encoding: {error}") from error
     except httpx.HTTPError as error:
-        raise FetchError("connect", f"{type(error).__name__} while reading the body: {error}") from error
+        raise FetchError(network_failure(error), f"{type(error).__name__} while reading the body: {error}") from error
     return b"".join(chunks)

@@ -1,14 +1,23 @@
-"""Politeness per host: robots.txt obeyed (and cached), Crawl-delay honoured, one shared request rate.
+"""Politeness per site: robots.txt obeyed (and cached), Crawl-delay honoured, one shared request rate, one back-off
+after a 429/503 and a cap on concurrent requests for each site.
 
-The rate is a token bucket in Redis, updated atomically by a Lua script on Redis's own clock, so every worker on
-every machine shares it. A caller that finds the bucket empty is given a reserved slot in the future rather than a
-refusal: n jobs for one host wait 0, 1/rate, 2/rate, ... seconds instead of all retrying at once.
+A site is a registrable domain (app/ingest/sites.py): feeds.example.co.uk and www.example.co.uk are one site to
+the crawler. robots.txt stays per origin, as RFC 9309 scopes it. All the state is in Redis, updated atomically by Lua
+scripts on Redis's own clock, so every worker on every machine shares it:
+- the rate is a token bucket. A caller that finds it empty is given a reserved slot in the future rather than a
+  refusal: n jobs for one site wait 0, 1/rate, 2/rate, ... seconds instead of all retrying at once. A back-off moves
+  the bucket's clock to its end, so every reservation waits at least that long, then they are spaced as usual;
+- the concurrent requests are leases in a sorted set (scored by their expiry): a worker that dies holding one
+  loses it after the lease, never for good.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -16,29 +25,50 @@ import httpx
 from protego import Protego
 from redis.asyncio import Redis
 
-from app.ingest.fetch import FetchError, FetchPolicy, fetch_feed
+from app.ingest.fetch import NETWORK_FAILURES, FetchError, FetchPolicy, fetch_feed
+from app.ingest.sites import site_of
+from app.observability.work import count_fetch_failure
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
 ROBOTS_AGENT = "newsagg"
 ROBOTS_ERROR_TTL_S = 600  # an unreachable robots.txt is retried after 10 minutes
-_ALLOW_ALL, _DISALLOW_ALL = "", "User-agent: *\nDisallow: /\n"
+_ALLOW_ALL = ""
+_UNREACHABLE = "\x00"  # a cached robots.txt that starts with it is a failure: "\x00<error class>\n<message>"
 
-# KEYS[1] bucket; ARGV rate (tokens/s), burst. Returns the seconds until the reserved token (as a string: Redis
-# truncates Lua numbers to integers).
-_RESERVE = """
+# KEYS[1] bucket; ARGV rate (tokens/s), burst, back-off (s). With no back-off: reserves a token and returns the
+# seconds until it is due (as a string: Redis truncates Lua numbers to integers). With one: the bucket's clock moves
+# to the back-off's end (its tokens refill from then on), and "0" is returned.
+_BUCKET = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local rate, burst, back_off = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(state[1]) or burst
 local at = tonumber(state[2]) or now
+if back_off > 0 then
+  if at < now then tokens, at = math.min(burst, tokens + (now - at) * rate), now end
+  tokens, at = math.min(tokens, 1), math.max(at, now + back_off)
+  redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(at))
+  redis.call('EXPIRE', KEYS[1], math.ceil(at - now + burst / rate) + 60)
+  return '0'
+end
 tokens = math.min(burst, tokens + (now - at) * rate) - 1
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 local wait = 0
 if tokens < 0 then wait = -tokens / rate end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('EXPIRE', KEYS[1], math.ceil(wait + burst / rate) + 60)
 return tostring(wait)
+"""
+# KEYS[1] the site's leases; ARGV cap, lease (s), lease id. 1 when the lease was taken, 0 when the site is full.
+_TAKE_SLOT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 1)
+return 1
 """
 
 
@@ -47,9 +77,11 @@ class Admission:
     allowed: bool
     wait_s: float = 0.0
     reason: str | None = None
+    error_class: str | None = None  # why not: robots_disallowed, or how fetching robots.txt failed (dns, tls, ...)
 
 
 def host_key(url: str) -> str:
+    """The origin a robots.txt speaks for."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc.lower()}"
 
@@ -59,44 +91,82 @@ class Politeness:
         self._redis = redis
         self._http = http
         self._settings = settings
-        self._reserve = redis.register_script(_RESERVE)
-        self._fetching: dict[str, asyncio.Task[str]] = {}  # one robots.txt fetch per host at a time in this worker
+        self._bucket = redis.register_script(_BUCKET)
+        self._take_slot = redis.register_script(_TAKE_SLOT)
+        self._fetching: dict[str, asyncio.Task[str]] = {}  # one robots.txt fetch per origin at a time in this worker
 
     async def admit(self, url: str) -> Admission:
-        """May `url` be fetched, and after how long: robots.txt first, then the host's rate."""
-        robots = await self.robots(host_key(url))
+        """May `url` be fetched, and after how long: robots.txt first, then the site's rate (and back-off)."""
+        text = await self._robots_text(host_key(url))
+        if text.startswith(_UNREACHABLE):
+            error_class, _, message = text[1:].partition("\n")
+            return Admission(False, reason=f"robots.txt unavailable: {message}", error_class=error_class)
+        robots = Protego.parse(text)
         if not robots.can_fetch(url, ROBOTS_AGENT):
-            return Admission(False, reason="disallowed by robots.txt")
+            return Admission(False, reason="disallowed by robots.txt", error_class="robots_disallowed")
         rate = self._settings.politeness_requests_per_second
         delay = robots.crawl_delay(ROBOTS_AGENT)
         if delay:
             rate = min(rate, 1.0 / float(delay))
-        return Admission(True, wait_s=await self.reserve(host_key(url), rate))
+        return Admission(True, wait_s=await self.reserve(url, rate))
 
-    async def reserve(self, host: str, rate: float) -> float:
-        wait = await self._reserve(keys=[f"newsagg:bucket:{host}"], args=[rate, self._settings.politeness_burst])
+    async def reserve(self, url: str, rate: float) -> float:
+        """Seconds until the request this reserves may go to `url`'s site."""
+        wait = await self._bucket(keys=[_bucket_key(url)], args=[rate, self._settings.politeness_burst, 0])
         return float(wait)
 
+    async def back_off(self, url: str, seconds: float | None) -> None:
+        """The site answered 429/503: no request goes to it for `seconds` (its Retry-After; the default back-off
+        when it gave none), from any worker, for any of its hosts."""
+        seconds = min(seconds or self._settings.politeness_back_off_seconds, self._settings.crawl_hint_max_hours * 3600)
+        rate = self._settings.politeness_requests_per_second
+        await self._bucket(keys=[_bucket_key(url)], args=[rate, self._settings.politeness_burst, max(seconds, 0.001)])
+        log.info("site %s backs off for %.0f s", site_of(url), seconds)
+
+    @contextlib.asynccontextmanager
+    async def slot(self, url: str) -> AsyncIterator[bool]:
+        """One of the site's concurrent requests (`politeness_concurrent_per_site`), held for the block; False when
+        all are taken. A lease that its worker never returns expires after `politeness_slot_lease_seconds`."""
+        key, lease = f"newsagg:slots:{site_of(url)}", uuid.uuid4().hex
+        settings = self._settings
+        taken = await self._take_slot(
+            keys=[key], args=[settings.politeness_concurrent_per_site, settings.politeness_slot_lease_seconds, lease]
+        )
+        try:
+            yield bool(taken)
+        finally:
+            if taken:
+                await self._redis.zrem(key, lease)
+
     async def robots(self, host: str) -> Protego:
+        """The rules of `host` (an origin); an unreachable robots.txt reads as disallow-all (RFC 9309)."""
+        text = await self._robots_text(host)
+        return Protego.parse("User-agent: *\nDisallow: /\n" if text.startswith(_UNREACHABLE) else text)
+
+    async def _robots_text(self, host: str) -> str:
         key = f"newsagg:robots:{host}"
         cached = await self._redis.get(key)
         if cached is not None:
-            return Protego.parse(cached.decode())
-        # Jobs for one host that start together (a worker runs many) share one fetch rather than each asking the
+            return str(cached.decode())
+        # Jobs for one origin that start together (a worker runs many) share one fetch rather than each asking the
         # publisher for its robots.txt
         task = self._fetching.get(host)
         if task is None:
             task = self._fetching[host] = asyncio.create_task(self._fetch_and_cache(key, host))
             task.add_done_callback(lambda _: self._fetching.pop(host, None))
-        return Protego.parse(await asyncio.shield(task))
+        return await asyncio.shield(task)
 
     async def _fetch_and_cache(self, key: str, host: str) -> str:
+        cached = await self._redis.get(key)  # a fetch that ended after the caller's own look found it missing
+        if cached is not None:
+            return str(cached.decode())
         text, ttl = await self._fetch_robots(host)
         await self._redis.set(key, text, ex=ttl)
         return text
 
     async def _fetch_robots(self, host: str) -> tuple[str, int]:
-        """RFC 9309: 4xx = no rules; 5xx or unreachable = disallow all, retried soon."""
+        """RFC 9309: 4xx = no rules; 5xx or unreachable = disallow all, retried soon. A failure is kept as such
+        (its class and message), so it is never reported as a disallowing robots.txt."""
         ttl = int(self._settings.robots_cache_hours * 3600)
         try:
             fetched = await fetch_feed(
@@ -107,6 +177,12 @@ class Politeness:
                 return _ALLOW_ALL, ttl
             if error.error_class == "too_large":
                 return _ALLOW_ALL, ttl
-            log.warning("robots.txt of %s unavailable (%s): not fetching from it for now", host, error)
-            return _DISALLOW_ALL, ROBOTS_ERROR_TTL_S
+            error_class = error.error_class if error.error_class in NETWORK_FAILURES else "robots_unavailable"
+            count_fetch_failure("robots", error_class)
+            log.warning("robots.txt of %s unavailable (%s: %s): not fetching from it for now", host, error_class, error)
+            return f"{_UNREACHABLE}{error_class}\n{error}", ROBOTS_ERROR_TTL_S
         return fetched.body.decode("utf-8", errors="replace"), ttl
+
+
+def _bucket_key(url: str) -> str:
+    return f"newsagg:bucket:{site_of(url)}"

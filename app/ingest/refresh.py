@@ -8,6 +8,7 @@ sleeps: a wait (politeness, a retry) comes back as an outcome the job turns into
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +27,7 @@ from app.ingest.fetch import FetchedFeed, FetchError, FetchPolicy, fetch_feed
 from app.ingest.hints import publisher_delay_s
 from app.ingest.parse import FeedParseError, ParsedEntry, ParsedFeed, TextLimits, parse_feed
 from app.ingest.politeness import Politeness
+from app.observability.work import count_fetch_failure
 from app.settings import Settings
 from app.sources import repository as sources
 from app.sources.models import ClaimStatus, SourceStatus
@@ -94,26 +96,40 @@ async def refresh_source(
     if politeness is not None and not admitted:
         admission = await politeness.admit(plan.source.feed_url)
         if not admission.allowed:
-            error = FetchError("robots_disallowed", admission.reason or "disallowed")
+            error = FetchError(admission.error_class or "robots_disallowed", admission.reason or "disallowed")
             return await _fail(db, settings, plan, error, FailureKind.STRIKE)
         if admission.wait_s > 0:
             return RefreshOutcome(source_id, "deferred", retry_in_s=admission.wait_s)
     fetched_at = datetime.now(UTC)
     try:
-        fetched = await fetch_feed(
-            http, plan.source.feed_url, FetchPolicy.from_settings(settings),
-            etag=plan.source.etag, last_modified=plan.source.last_modified, now=fetched_at,
-        )  # fmt: skip
+        fetched = await _fetch(http, settings, plan.source, politeness, fetched_at)
     except FetchError as error:
+        if error.throttled and politeness is not None:  # the whole site slows down, not only this feed
+            await politeness.back_off(plan.source.feed_url, error.retry_after_s)
         delays = settings.crawl_retry_delays_seconds
         if error.transient and attempt <= len(delays):
+            count_fetch_failure("feed", error.error_class)
             async with db.begin() as connection:
                 note = f" (attempt {attempt} of {len(delays) + 1})"
                 await sources.add_fetch_log(connection, source_id=plan.source.id, **_error_log(error, note))
             return RefreshOutcome(source_id, "retry", error_class=error.error_class, retry_in_s=delays[attempt - 1])
         kind = FailureKind.THROTTLED if error.throttled else FailureKind.GONE if error.gone else FailureKind.STRIKE
         return await _fail(db, settings, plan, error, kind)
+    if fetched is None:  # the site has as many requests in flight as it may: the reserved slot is kept
+        return RefreshOutcome(source_id, "deferred", retry_in_s=settings.politeness_slot_retry_seconds)
     return await _ingest(db, settings, plan, fetched, fetched_at)
+
+
+async def _fetch(
+    http: httpx.AsyncClient, settings: Settings, source: _SourceView, politeness: Politeness | None, now: datetime
+) -> FetchedFeed | None:
+    """The feed, fetched within one of its site's concurrent requests; None when they are all taken."""
+    fetch = functools.partial(fetch_feed, http, source.feed_url, FetchPolicy.from_settings(settings),
+                              etag=source.etag, last_modified=source.last_modified, now=now)  # fmt: skip
+    if politeness is None:
+        return await fetch()
+    async with politeness.slot(source.feed_url) as held:
+        return await fetch() if held else None
 
 
 async def ingest_body(
@@ -273,6 +289,7 @@ async def _fail(
     db: AsyncEngine, settings: Settings, plan: _Plan, error: FeedError, kind: FailureKind
 ) -> RefreshOutcome:
     log.warning("source %s (%s) failed: %s: %s", plan.source.id, plan.source.feed_url, error.error_class, error)
+    count_fetch_failure("feed", error.error_class)
     decision = after_failure(
         plan.state, CrawlPolicy.from_settings(settings), now=datetime.now(UTC), kind=kind,
         retry_after_s=error.retry_after_s,

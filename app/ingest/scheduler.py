@@ -28,4 +28,6 @@ async def claim_due_sources(
         log.warning("claims returned to pending: %d whose worker is gone, %d past the in-flight timeout",
                     released.worker_gone, released.stale)  # fmt: skip
         count_released(released.worker_gone, released.stale)
-    return await repository.claim_due(session, now=now, limit=settings.crawl_batch_size, claimed_by=claimed_by)
+    return await repository.claim_due(session, now=now, limit=settings.crawl_batch_size, claimed_by=claimed_by,
+                                      half_life_s=settings.crawl_priority_half_life_minutes * 60,
+                                      head_start_s=settings.crawl_priority_head_start_seconds)  # fmt: skip

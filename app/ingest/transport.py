@@ -13,6 +13,10 @@ import httpx
 from app.ingest.addresses import AddressRefused, refusal_reason, resolve
 
 
+class NameNotResolved(httpcore.ConnectError):
+    """DNS gave no address for the host: told apart from a refused connection (app/ingest/fetch.py classifies)."""
+
+
 class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
     """Resolves the host itself, refuses non-public addresses, then connects to a checked address.
 
@@ -37,7 +41,7 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
             try:
                 addresses = await resolve(host, port)
             except OSError as error:
-                raise httpcore.ConnectError(f"cannot resolve {host}: {error}") from error
+                raise NameNotResolved(f"cannot resolve {host}: {error}") from error
         for address in addresses:
             reason = refusal_reason(address, allow_loopback=self._allow_loopback)
             if reason:

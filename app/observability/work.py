@@ -23,6 +23,16 @@ FETCHES = Counter(
     "newsagg_fetches",
     "Source refreshes by outcome: fetched, not_modified, failed, retry, deferred, skipped, superseded.", ["outcome"],
 )  # fmt: skip
+FETCH_FAILURES = Counter(
+    "newsagg_fetch_failures",
+    "Failed fetches by what was fetched (feed, robots) and why: dns, connect, tls, timeout, protocol, http_status, "
+    "too_large, robots_disallowed, ...",
+    ["fetched", "failure"],
+)
+CRAWL_PRIORITY_RAISED = Counter(
+    "newsagg_crawl_priority_raised", "Sources whose crawl priority was raised, by why: breaking, trending, websub.",
+    ["reason"],
+)  # fmt: skip
 INGESTED = Counter("newsagg_articles_ingested", "New articles stored, by how they came (poll or push).", ["via"])
 UNDERSTOOD = Counter(
     "newsagg_articles_understood",
@@ -64,6 +74,14 @@ def measured(job: Callable[P, Awaitable[T]], name: str | None = None) -> Callabl
 def count_refresh(outcome: str, new_articles: int) -> None:
     FETCHES.labels(outcome).inc()
     INGESTED.labels("poll").inc(new_articles)
+
+
+def count_fetch_failure(fetched: str, failure: str) -> None:
+    FETCH_FAILURES.labels(fetched, failure).inc()
+
+
+def count_priority_raised(reason: str, sources: int) -> None:
+    CRAWL_PRIORITY_RAISED.labels(reason).inc(sources)
 
 
 def count_push(new_articles: int) -> None:

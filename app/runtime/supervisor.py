@@ -140,6 +140,7 @@ def run_up(settings: Settings, options: UpOptions) -> int:
             # the demo server is ours, not a publisher's: crawl it faster unless told otherwise, and often enough
             # that the replay's compressed clock is seen moving
             env.setdefault("NEWSAGG_POLITENESS_REQUESTS_PER_SECOND", "50")
+            env.setdefault("NEWSAGG_POLITENESS_CONCURRENT_PER_SITE", "16")  # every demo feed is on one site
             env.setdefault("NEWSAGG_CRAWL_TICK_SECONDS", "2")
             env.setdefault("NEWSAGG_STORY_MERGE_SECONDS", "10")
             demo_floor = {"allow_loopback_sources": True, "crawl_interval_floor_seconds": DEMO_INTERVAL_MINUTES[0] * 60}

@@ -102,7 +102,10 @@ class CrawlSchedule(Base):
 
     source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True)
     next_crawl_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    # raised by the pipeline (breaking, trending, WebSub: app/ingest/priority.py), halving every half-life since
+    # `priority_at`; orders the claims of due sources
     priority: Mapped[int] = mapped_column(SmallInteger, default=0, server_default=text("0"))
+    priority_at: Mapped[datetime | None]
     status: Mapped[ClaimStatus] = mapped_column(
         _enum(ClaimStatus, "claim_status"), default=ClaimStatus.PENDING, server_default="pending"
     )

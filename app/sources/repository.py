@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, exists, func, insert, select, tuple_, update
+from sqlalchemy import ColumnElement, case, exists, func, insert, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -67,9 +67,27 @@ async def list_sources(
     return list(await session.scalars(query))
 
 
-async def claim_due(session: AsyncSession, *, now: datetime, limit: int, claimed_by: str | None = None) -> list[int]:
+def effective_priority(now: datetime, half_life_s: float) -> ColumnElement[float]:
+    """A source's crawl priority as of `now`: app/ingest/priority.py's `decayed`, in SQL."""
+    elapsed = func.greatest(func.extract("epoch", now - CrawlSchedule.priority_at), 0)
+    return func.coalesce(CrawlSchedule.priority * func.power(0.5, elapsed / half_life_s), 0)
+
+
+async def claim_due(
+    session: Executor,
+    *,
+    now: datetime,
+    limit: int,
+    claimed_by: str | None = None,
+    half_life_s: float = 1800,
+    head_start_s: float = 600,
+) -> list[int]:
     """Mark up to `limit` due, pending, active sources in flight (claims named by `now`, held by the worker
-    `claimed_by`); concurrent claimers skip each other's rows."""
+    `claimed_by`); concurrent claimers skip each other's rows. The longest overdue go first, a source's crawl priority
+    (decayed with `half_life_s`) counting as a head start: `head_start_s` at priority 100, in proportion below and
+    above. A head start, not a pass: a source overdue by more than that is still claimed before a fresh raised one,
+    so no source starves however many are raised."""
+    head_start = func.make_interval(0, 0, 0, 0, 0, 0, effective_priority(now, half_life_s) * (head_start_s / 100))
     due = (
         select(CrawlSchedule.source_id)
         .join(Source, Source.id == CrawlSchedule.source_id)
@@ -78,7 +96,7 @@ async def claim_due(session: AsyncSession, *, now: datetime, limit: int, claimed
             CrawlSchedule.next_crawl_at <= now,
             Source.status == SourceStatus.ACTIVE,
         )
-        .order_by(CrawlSchedule.priority.desc(), CrawlSchedule.next_crawl_at)
+        .order_by(CrawlSchedule.next_crawl_at - head_start)
         .limit(limit)
         .with_for_update(of=CrawlSchedule, skip_locked=True)
         .scalar_subquery()
@@ -96,6 +114,33 @@ async def claim_due(session: AsyncSession, *, now: datetime, limit: int, claimed
         .returning(CrawlSchedule.source_id)
     )
     return sorted(claimed)
+
+
+async def raise_priority(
+    session: Executor, source_ids: Collection[int], *, priority: int, now: datetime, half_life_s: float
+) -> int:
+    """The sources' crawl priority becomes at least `priority` as of `now`, and each becomes due as soon as its
+    minimum interval since its last fetch allows (never sooner than now, never later than it already was). A
+    failing source keeps its back-off. Returns how many sources were raised."""
+    if not source_ids:
+        return 0
+    earliest = func.greatest(
+        now, func.coalesce(CrawlSchedule.last_fetched_at, now) + Source.min_interval_s * timedelta(seconds=1)
+    )
+    healthy = (CrawlSchedule.consecutive_failures == 0) & (CrawlSchedule.throttle_streak == 0)
+    raised = await session.execute(
+        update(CrawlSchedule)
+        .where(CrawlSchedule.source_id == Source.id, Source.id.in_(sorted(source_ids)))
+        .values(
+            priority=func.least(func.round(func.greatest(effective_priority(now, half_life_s), priority)), 32767),
+            priority_at=now,
+            next_crawl_at=case(
+                (healthy, func.least(CrawlSchedule.next_crawl_at, earliest)), else_=CrawlSchedule.next_crawl_at
+            ),
+        )
+        .returning(CrawlSchedule.source_id)
+    )
+    return len(raised.all())
 
 
 async def claim_one(session: AsyncSession, source_id: int, *, now: datetime) -> bool:

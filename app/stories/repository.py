@@ -163,3 +163,10 @@ async def coverage_articles(
                    tuple_(original.cluster_id, original.source_id).in_(pairs)))
         .order_by(Article.published_at, Article.id))  # fmt: skip
     return [(article, source, original_id) for article, source, original_id in rows]
+
+
+async def sources_of_stories(db: Executor, *, breaking: bool = False, ids: Collection[int] = ()) -> set[int]:
+    """The outlets covering the live stories that are breaking now (`breaking`) or have the given ids."""
+    condition = StoryCluster.is_breaking if breaking else StoryCluster.id.in_(sorted(ids))
+    query = select(func.unnest(StoryCluster.source_ids)).where(condition, StoryCluster.merged_into_id.is_(None))
+    return {int(source_id) for source_id in await db.scalars(query)}
