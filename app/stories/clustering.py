@@ -328,6 +328,14 @@ def signs(story: Story, bars: tuple[list[str], list[float]]) -> float:
     return 1.0 if any(map(operator.ge, map(story.centroid.get, words, _ZEROS), needed)) else 0.0
 
 
+def article_terms(title: str, summary: str, language: str | None) -> dict[str, float]:
+    """What an article is matched by: its words (app/stories/text_features.py) and its entities as terms of their
+    own (app/entities/evidence.py)."""
+    counts = terms(title, summary, language)
+    counts.update(entity_terms(extract(title, summary, language)))
+    return counts
+
+
 class StoryClusterer:
     def __init__(self, policy: ClusteringPolicy | None = None) -> None:
         self.policy = policy or ClusteringPolicy()
@@ -343,8 +351,7 @@ class StoryClusterer:
         return indexed, max(min(self.policy.min_shared, significant), 1)
 
     def assign(self, state: StoryState, article: IncomingArticle) -> int:
-        counts = terms(article.title, article.summary, article.language)
-        counts.update(entity_terms(extract(article.title, article.summary, article.language)))  # app/entities/evidence
+        counts = article_terms(article.title, article.summary, article.language)
         state.observe(counts)
         idf = {w: state.idf(w) for w in counts}
         vector = {w: c * idf[w] for w, c in counts.items()}
