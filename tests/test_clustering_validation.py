@@ -48,9 +48,13 @@ def test_tuning_chooses_what_is_precise_enough_and_best_on_the_other_folds() -> 
     assert [p.threshold for p in policies] == [0.2, 0.99]
     chosen, lines = tune(files, policies, folds=2, seed=0)
     assert chosen.threshold == 0.2  # 0.99 splits every headline: precise, but no recall
-    assert [(line["file"], line["order"]) for line in lines] == [("a", "time"), ("a", "shuffled"),
-                                                                   ("b", "time"), ("b", "shuffled")]  # fmt: skip
-    assert all(line["chosen"] == [{"threshold": 0.2}] * 2 and line["bcubed_f1"] == 1.0 for line in lines)
+    held_out = [line for line in lines if line["run"] == "cross_validated_tuned"]
+    assert [(line["file"], line["order"]) for line in held_out] == [("a", "time"), ("a", "shuffled"),
+                                                                      ("b", "time"), ("b", "shuffled")]  # fmt: skip
+    assert all(line["chosen"] == [{"threshold": 0.2}] * 2 and line["bcubed_f1"] == 1.0 for line in held_out)
+    bar = [line for line in lines if line["run"] == "operating_point"]
+    assert len(bar) == 4
+    assert all(line["reached"] and line["threshold"] == 0.2 for line in bar)
 
 
 def test_stories_worded_alike_are_confusable_and_cap_precision() -> None:

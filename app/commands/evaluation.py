@@ -58,9 +58,10 @@ def _grid(setting: str) -> tuple[str, list[float]]:
     from app.stories.clustering import ClusteringPolicy
 
     name, _, values = setting.partition("=")
-    kind = type(getattr(ClusteringPolicy(), name, None))
-    if kind not in (int, float) or not values:
+    default = getattr(ClusteringPolicy(), name, "")  # a number, or None for a number that defaults to another
+    if not (default is None or isinstance(default, int | float)) or not values:
         raise SystemExit(f"--tune {setting}: expected FIELD=V1,V2,... with a number field of ClusteringPolicy")
+    kind = int if isinstance(default, int) else float
     return name, [kind(value) for value in values.split(",")]
 
 
