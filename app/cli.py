@@ -116,7 +116,8 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     clustering.add_argument("--order", choices=["time", "shuffled"], default="time")
     clustering.add_argument("--seed", type=int, default=0, help="shuffle seed")
     clustering.add_argument("--folds", type=int, help="cross-validate: cluster each of K groups of stories alone")
-    clustering.add_argument("--threshold", type=float, help="override the similarity threshold")
+    clustering.add_argument("--threshold", type=float,
+                            help="override the similarity threshold (of words; --tune gram_threshold=V for n-grams)")
     clustering.add_argument("--min-shared", type=int, help="override the shared significant terms required")
     clustering.add_argument(
         "--errors",
