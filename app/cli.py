@@ -106,11 +106,18 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     evaluation = commands.add_parser("eval", help="measure the understanding of the news on labelled data")
     evaluations = evaluation.add_subparsers(dest="eval_command", required=True, metavar="WHAT")
     clustering = evaluations.add_parser("clustering", help="story clustering: B-cubed precision/recall/F1 (JSON)")
-    clustering.add_argument("--csv", type=Path, required=True, help="labelled CSV (TITLE, STORY, PUBLISHER, TIMESTAMP)")
+    clustering.add_argument("--csv", type=Path, nargs="+", required=True,
+                            help="labelled CSV (TITLE, STORY, PUBLISHER, TIMESTAMP); several: a report of each")
+    clustering.add_argument("--report", action="store_true",
+                            help="JSON lines per file: both orders, cross-validated by story (--folds, default 5), per "
+                                 "language, and how separable the labels are by text")
+    clustering.add_argument("--tune", action="append", metavar="FIELD=V1,V2",
+                            help="choose a policy field by cross-validation by story over every file (repeatable)")
     clustering.add_argument("--order", choices=["time", "shuffled"], default="time")
     clustering.add_argument("--seed", type=int, default=0, help="shuffle seed")
     clustering.add_argument("--folds", type=int, help="cross-validate: cluster each of K groups of stories alone")
-    clustering.add_argument("--threshold", type=float, help="override the similarity threshold")
+    clustering.add_argument("--threshold", type=float,
+                            help="override the similarity threshold (of words; --tune gram_threshold=V for n-grams)")
     clustering.add_argument("--min-shared", type=int, help="override the shared significant terms required")
     clustering.add_argument(
         "--errors",

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from app.stories.bcubed import bcubed
+from app.stories.bcubed import BCubed, bcubed, bcubed_items
 
 
 def brute_force(predicted: list[int], gold: list[str]) -> tuple[float, float]:
@@ -41,3 +41,12 @@ def test_matches_the_definition() -> None:
 def test_lengths_must_match() -> None:
     with pytest.raises(ValueError, match="one predicted cluster"):
         bcubed([1, 2], ["a"])
+
+
+def test_item_scores_average_to_bcubed_and_score_any_subset_against_whole_clusters() -> None:
+    predicted, gold = [1, 1, 1, 2, 2], ["a", "a", "b", "b", "b"]
+    items = bcubed_items(predicted, gold)
+    whole = bcubed(predicted, gold)
+    assert sum(i.precision for i in items) / 5 == pytest.approx(whole.precision)
+    assert sum(i.recall for i in items) / 5 == pytest.approx(whole.recall)
+    assert items[2] == BCubed(1 / 3, 1 / 3)  # the "b" among the "a"s: alone in its cluster, a third of its story

@@ -195,3 +195,10 @@ def test_many_articles_from_few_outlets_are_not_breaking() -> None:
         state.join(story, IncomingArticle(k, FED[0], "", "ab"[k % 2], NOW), {"fed": 1.0})
     assert not measure(story, NOW)
     assert story.velocity > 3
+
+
+def test_headlines_cut_into_character_grams_need_their_own_threshold() -> None:
+    clusterer = StoryClusterer(ClusteringPolicy(threshold=0.2, gram_threshold=0.25))
+    assert (clusterer.threshold("zh"), clusterer.threshold("ja"), clusterer.threshold("en")) == (0.25, 0.25, 0.2)
+    assert clusterer.threshold(None) == 0.2  # unknown language: read as English
+    assert StoryClusterer(ClusteringPolicy(gram_threshold=None)).threshold("zh") == ClusteringPolicy().threshold

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+REPORT_FOLDS = 5
+
 
 def evaluate(args: argparse.Namespace) -> int:
     import json
@@ -23,24 +25,44 @@ def evaluate(args: argparse.Namespace) -> int:
 
         result = evaluate_languages(args.tsv, args.english)
     else:
-        result = clustering(args)
+        for line in clustering(args):
+            print(json.dumps(line))
+        return 0
     print(json.dumps(result))
     return 0
 
 
-def clustering(args: argparse.Namespace) -> dict[str, object]:
+def clustering(args: argparse.Namespace) -> list[dict[str, object]]:
+    """One JSON line; with --report (or several files, or --tune), the report's lines (app/stories/validation.py)."""
     import dataclasses
 
     from app.stories.clustering import ClusteringPolicy
-    from app.stories.evaluation import cross_validate, evaluate, read_labelled_csv
+    from app.stories.evaluation import evaluate, read_labelled_csv
+    from app.stories.validation import cross_validate, report
 
     policy = ClusteringPolicy()
     overrides = {"threshold": args.threshold, "min_shared": args.min_shared}
     policy = dataclasses.replace(policy, **{k: v for k, v in overrides.items() if v is not None})
-    rows = read_labelled_csv(args.csv)
+    files = {path.stem: read_labelled_csv(path) for path in args.csv}
+    if args.report or args.tune or len(files) > 1:
+        grid = dict(_grid(setting) for setting in args.tune or [])
+        return report(files, policy, folds=args.folds or REPORT_FOLDS, seed=args.seed, grid=grid)
+    [rows] = files.values()
     if args.folds:
-        return cross_validate(rows, folds=args.folds, order=args.order, seed=args.seed, policy=policy)
-    return evaluate(rows, order=args.order, seed=args.seed, policy=policy, errors=args.errors)
+        return [cross_validate(rows, folds=args.folds, order=args.order, seed=args.seed, policy=policy)]
+    return [evaluate(rows, order=args.order, seed=args.seed, policy=policy, errors=args.errors)]
+
+
+def _grid(setting: str) -> tuple[str, list[float]]:
+    """`threshold=0.2,0.25`: a clustering policy field and the values to try."""
+    from app.stories.clustering import ClusteringPolicy
+
+    name, _, values = setting.partition("=")
+    default = getattr(ClusteringPolicy(), name, "")  # a number, or None for a number that defaults to another
+    if not (default is None or isinstance(default, int | float)) or not values:
+        raise SystemExit(f"--tune {setting}: expected FIELD=V1,V2,... with a number field of ClusteringPolicy")
+    kind = int if isinstance(default, int) else float
+    return name, [kind(value) for value in values.split(",")]
 
 
 def train_topics(args: argparse.Namespace) -> int:

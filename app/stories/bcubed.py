@@ -30,3 +30,14 @@ def bcubed(predicted: Sequence[Hashable], gold: Sequence[Hashable]) -> BCubed:
     precision = sum(n * n / per_cluster[c] for (c, _), n in both.items()) / len(gold)
     recall = sum(n * n / per_label[g] for (_, g), n in both.items()) / len(gold)
     return BCubed(precision, recall)
+
+
+def bcubed_items(predicted: Sequence[Hashable], gold: Sequence[Hashable]) -> list[BCubed]:
+    """Each item's own precision and recall (their means are `bcubed`): B-cubed of any subset of the items, scored
+    against whole clusters, as when some labelled stories are held out of a choice but clustered with the rest."""
+    if len(predicted) != len(gold):
+        raise ValueError("one predicted cluster and one label per item")
+    both = Counter(zip(predicted, gold, strict=True))
+    per_cluster, per_label = Counter(predicted), Counter(gold)
+    pairs = zip(predicted, gold, strict=True)
+    return [BCubed(both[c, g] / per_cluster[c], both[c, g] / per_label[g]) for c, g in pairs]

@@ -11,14 +11,14 @@ from __future__ import annotations
 import csv
 import random
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from app.articles.language import article_language
-from app.stories.bcubed import BCubed, bcubed
+from app.stories.bcubed import bcubed
 from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState, top_terms
 from app.stories.errors import story_errors
 
@@ -79,6 +79,40 @@ def arrival_order(rows: list[LabelledArticle], order: str, seed: int) -> list[tu
     raise ValueError("order is `time` or `shuffled`")
 
 
+@dataclass
+class Run:
+    """One clustering run over labelled rows: each article's story as found and as labelled, in arrival order."""
+
+    predicted: list[Hashable]
+    gold: list[str]
+    languages: list[str]
+    headlines: list[str]
+    seconds: float
+    state: StoryState
+
+
+def run(rows: list[LabelledArticle], *, order: str = "time", seed: int = 0, policy: ClusteringPolicy | None = None,
+        ) -> Run:  # fmt: skip
+    clusterer = StoryClusterer(policy)
+    state = StoryState()
+    arrivals = arrival_order(rows, order, seed)
+    started = time.perf_counter()
+    articles = [IncomingArticle(id=index + 1, title=row.title, summary=row.summary, source=row.publisher, at=at,
+                                language=row.language) for index, (row, at) in enumerate(arrivals)]  # fmt: skip
+    placed = clusterer.assign_all(state, articles)
+    if arrivals:
+        clusterer.merge_pass(state, arrivals[-1][1])
+    predicted: list[Hashable] = [state.resolve(placed[article.id]) for article in articles]
+    return Run(predicted, [row.story for row, _ in arrivals], [row.language or UNKNOWN for row, _ in arrivals],
+               [row.title for row, _ in arrivals], time.perf_counter() - started, state)  # fmt: skip
+
+
+def scores(predicted: Sequence[Hashable], gold: Sequence[str]) -> dict[str, float]:
+    score = bcubed(predicted, gold)
+    return {"bcubed_precision": round(score.precision, 4), "bcubed_recall": round(score.recall, 4),
+            "bcubed_f1": round(score.f1, 4)}  # fmt: skip
+
+
 def evaluate(
     rows: list[LabelledArticle],
     *,
@@ -89,34 +123,20 @@ def evaluate(
 ) -> dict[str, Any]:
     """B-cubed of one run over all the rows, overall and per language; with `errors`, that many of the costliest
     splits and merges (app/stories/errors.py)."""
-    clusterer = StoryClusterer(policy)
-    state = StoryState()
-    arrivals = arrival_order(rows, order, seed)
-    started = time.perf_counter()
-    articles = [IncomingArticle(id=index + 1, title=row.title, summary=row.summary, source=row.publisher, at=at,
-                                language=row.language) for index, (row, at) in enumerate(arrivals)]  # fmt: skip
-    placed = clusterer.assign_all(state, articles)
-    if arrivals:
-        clusterer.merge_pass(state, arrivals[-1][1])
-    predicted = [state.resolve(placed[article.id]) for article in articles]
-    gold = [row.story for row, _ in arrivals]
-    seconds = time.perf_counter() - started
-    score = bcubed(predicted, gold)
-    languages = [row.language or UNKNOWN for row, _ in arrivals]
+    done = run(rows, order=order, seed=seed, policy=policy)
     result: dict[str, Any] = {
-        "bcubed_precision": round(score.precision, 4),
-        "bcubed_recall": round(score.recall, 4),
-        "bcubed_f1": round(score.f1, 4),
-        "stories_predicted": len(set(predicted)),
-        "stories_labelled": len(set(gold)),
+        **scores(done.predicted, done.gold),
+        "stories_predicted": len(set(done.predicted)),
+        "stories_labelled": len(set(done.gold)),
         "articles": len(rows),
-        "articles_per_second": round(len(rows) / seconds, 1) if seconds else None,
+        "articles_per_second": round(len(rows) / done.seconds, 1) if done.seconds else None,
         "order": order,
-        "languages": by_language(predicted, gold, languages),
+        "languages": by_language(done.predicted, done.gold, done.languages),
     }
     if errors:
-        headlines = [row.title for row, _ in arrivals]
-        result["errors"] = story_errors(predicted, gold, headlines, lambda found: _strongest(state, found), top=errors)
+        state = done.state
+        result["errors"] = story_errors(done.predicted, done.gold, done.headlines,
+                                        lambda found: _strongest(state, found), top=errors)  # fmt: skip
     return result
 
 
@@ -125,37 +145,12 @@ def _strongest(state: StoryState, story_id: Hashable) -> list[str]:
     return top_terms(story.centroid, ERROR_TERMS) if story else []
 
 
-def by_language(predicted: list[int], gold: list[str], languages: list[str]) -> dict[str, dict[str, float]]:
+def by_language(predicted: Sequence[Hashable], gold: Sequence[str], languages: Sequence[str],
+                ) -> dict[str, dict[str, float]]:  # fmt: skip
     """B-cubed among each language's articles (as detected): stories are cut to the articles of that language."""
-    scores = {}
+    result = {}
     for language in sorted(set(languages)):
         chosen = [i for i, found in enumerate(languages) if found == language]
-        score = bcubed([predicted[i] for i in chosen], [gold[i] for i in chosen])
-        scores[language] = {"articles": len(chosen), "bcubed_precision": round(score.precision, 4),
-                            "bcubed_recall": round(score.recall, 4), "bcubed_f1": round(score.f1, 4)}  # fmt: skip
-    return scores
-
-
-def cross_validate(
-    rows: list[LabelledArticle], *, folds: int, order: str, seed: int, policy: ClusteringPolicy | None = None
-) -> dict[str, Any]:
-    """Stories split into `folds` groups; each group is clustered on its own (stories the settings were not
-    looked at with, when tuning on the others), and the scores averaged."""
-    stories = sorted({row.story for row in rows})
-    random.Random(seed).shuffle(stories)
-    groups = [set(stories[i::folds]) for i in range(folds)]
-    results = [evaluate([r for r in rows if r.story in group], order=order, seed=seed, policy=policy)
-               for group in groups]  # fmt: skip
-    precision = sum(r["bcubed_precision"] for r in results) / folds
-    recall = sum(r["bcubed_recall"] for r in results) / folds
-    return {
-        "bcubed_precision": round(precision, 4),
-        "bcubed_recall": round(recall, 4),
-        "bcubed_f1": round(BCubed(precision, recall).f1, 4),
-        "stories_predicted": sum(r["stories_predicted"] for r in results),
-        "stories_labelled": len(stories),
-        "articles": len(rows),
-        "articles_per_second": round(sum(r["articles_per_second"] or 0 for r in results) / folds, 1),
-        "order": order,
-        "folds": folds,
-    }
+        score = scores([predicted[i] for i in chosen], [gold[i] for i in chosen])
+        result[language] = {"articles": len(chosen), **score}
+    return result

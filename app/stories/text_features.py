@@ -11,6 +11,9 @@ from app.text.word_forms import stopwords, word_form
 # An article whose language is not known (too short to detect, no declared language) is taken as English, as search
 # takes a query: it is most of the corpus, and its words should meet the English ones of the same story.
 DEFAULT_LANGUAGE = "en"
+# Languages whose headlines are cut into character n-grams rather than words (app/text/segments.py): Chinese,
+# Japanese kanji and Korean Hangul as bigrams, Thai, Lao, Khmer and Myanmar as trigrams.
+GRAM_LANGUAGES = frozenset({"zh", "ja", "ko", "th", "lo", "km", "my"})
 NAME_WEIGHT = 2.0  # a capitalised word inside a headline is usually a name: strong evidence of the story
 SUMMARY_WEIGHT = 0.5
 MIN_TITLE_WORD, MIN_SUMMARY_WORD = 2, 3  # shorter words say little (n-grams of unspaced text are kept whole)
