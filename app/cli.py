@@ -131,6 +131,11 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     languages.add_argument("--english", type=Path, nargs="*", default=[],
                            help="CSVs of English headlines (TITLE or title column)")  # fmt: skip
 
+    extraction = evaluations.add_parser("extraction", help="article text extraction: shingle F1 per the article "
+                                        "extraction benchmark (JSON)")  # fmt: skip
+    extraction.add_argument("--dir", type=Path, required=True, help="folder of html/<id>.html.gz and ground-truth.json")
+    extraction.add_argument("--compare", action="store_true", help="also run readability-lxml (the eval extra)")
+
     topic_commands = commands.add_parser("topics", help="the topic model").add_subparsers(
         dest="topics_command", required=True, metavar="WHAT")  # fmt: skip
     train = topic_commands.add_parser("train", help="train the topic model from feed items labelled by URL section")

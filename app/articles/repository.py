@@ -31,6 +31,7 @@ class NewArticle:
 class InsertedArticle:
     id: int
     published_at: datetime
+    external_id: str = ""
 
 
 # One statement whatever the batch size: arrays unnested into rows, so it is prepared once and reused.
@@ -41,7 +42,7 @@ _INSERT_NEW = text("""
         CAST(:summary AS text[]), CAST(:author AS text[]), CAST(:published_at AS timestamptz[]),
         CAST(:content_hash AS bigint[]))
     ON CONFLICT DO NOTHING
-    RETURNING id, published_at
+    RETURNING id, published_at, external_id
 """)
 _COLUMNS = ("source_id", "external_id", "url", "title", "summary", "author", "published_at", "content_hash")
 
@@ -60,7 +61,7 @@ async def insert_new(session: Executor, rows: Sequence[NewArticle]) -> list[Inse
     unique = list(by_identity.values())
     columns = {name: [getattr(row, name) for row in unique] for name in _COLUMNS}
     result = await session.execute(_INSERT_NEW, columns)
-    return sorted((InsertedArticle(id=r.id, published_at=r.published_at) for r in result), key=lambda a: a.id)
+    return sorted((InsertedArticle(r.id, r.published_at, r.external_id) for r in result), key=lambda a: a.id)
 
 
 async def articles_with_sources(session: AsyncSession, ids: Sequence[int]) -> list[tuple[Article, Source]]:

@@ -20,6 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.articles import repository as articles
 from app.articles.fingerprints import content_hash
+from app.extraction.repository import save_feed_texts
+from app.extraction.text import ExtractedArticle, feed_text
 from app.ingest.crawl_policy import Bounds, CrawlPolicy, CrawlState, Decision, FailureKind, after_failure, after_success
 from app.ingest.events import announce_articles_added
 from app.ingest.fetch import FetchedFeed, FetchError, FetchPolicy, fetch_feed
@@ -53,6 +55,7 @@ class RefreshOutcome:
     error_class: str | None = None
     retry_in_s: float | None = None  # retry / deferred: run the refresh again after this long
     subscribe: Discovery | None = None  # a WebSub hub to subscribe to, after commit
+    article_text_ids: list[int] = field(default_factory=list)  # new articles whose page to fetch for their text
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,7 @@ class _SourceView:
     name: str = ""
     site_url: str | None = None
     admin_fields: tuple[str, ...] = ()  # what the feed may not rename: see _identity
+    article_text: bool = True  # fetch the pages of articles that come without their full text
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +140,11 @@ async def _ingest(
     db: AsyncEngine, settings: Settings, plan: _Plan, fetched: FetchedFeed, now: datetime
 ) -> RefreshOutcome:
     try:
-        parsed = None if fetched.not_modified else await _in_parser_thread(_parse, fetched, settings, now)
+        parsed, texts = (None, {}) if fetched.not_modified else await _in_parser_thread(_read, fetched, settings, now)
     except FeedParseError as error:
         return await _fail(db, settings, plan, error, FailureKind.STRIKE)
     async with db.begin() as connection:
-        return await _store_success(connection, settings, plan, fetched, parsed, now)
+        return await _store_success(connection, settings, plan, fetched, parsed, texts, now)
 
 
 async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
@@ -155,7 +159,7 @@ async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
             return None
     websub = WebSubView(row.websub_state, row.websub_hub, row.websub_lease_expires_at, row.websub_updated_at)
     view = _SourceView(row.id, row.feed_url, row.etag, row.last_modified, row.min_interval_s, row.max_interval_s,
-                       websub, row.name, row.site_url, tuple(row.admin_fields))  # fmt: skip
+                       websub, row.name, row.site_url, tuple(row.admin_fields), row.article_text)  # fmt: skip
     return _Plan(source=view, state=_state_of(row))
 
 
@@ -210,6 +214,16 @@ def article_rows(source_id: int, entries: list[ParsedEntry]) -> list[articles.Ne
     ]  # fmt: skip
 
 
+def _read(
+    fetched: FetchedFeed, settings: Settings, fetched_at: datetime
+) -> tuple[ParsedFeed, dict[str, ExtractedArticle]]:
+    """The feed, and the full texts its entries carry (content:encoded) by external id, sanitized."""
+    parsed = _parse(fetched, settings, fetched_at)
+    least = settings.article_feed_text_min_words
+    found = {e.external_id: feed_text(e.content, least) for e in parsed.entries if e.content}
+    return parsed, {key: text for key, text in found.items() if text is not None}
+
+
 def _parse(fetched: FetchedFeed, settings: Settings, fetched_at: datetime) -> ParsedFeed:
     limits = TextLimits(title=settings.title_max_chars, summary=settings.summary_max_chars)
     return parse_feed(
@@ -224,12 +238,14 @@ async def _store_success(
     plan: _Plan,
     fetched: FetchedFeed,
     parsed: ParsedFeed | None,
+    texts: dict[str, ExtractedArticle],
     now: datetime,
 ) -> RefreshOutcome:
     source = plan.source
     entries = parsed.entries if parsed else []
     rows = article_rows(source.id, entries)
     inserted = await articles.insert_new(connection, rows)
+    pages = await _store_texts(connection, settings, source, entries, inserted, texts)
     bounds = Bounds(source.min_interval_s, source.max_interval_s)
     if pushed(source.websub, now):  # the hub brings new entries; polling is only a safety net
         bounds = Bounds(int(settings.websub_poll_hours * 3600), int(settings.websub_poll_hours * 3600))
@@ -257,7 +273,25 @@ async def _store_success(
     await announce_articles_added(connection, source.id, [a.id for a in inserted])
     status = "not_modified" if fetched.not_modified else "fetched"
     subscribe = found if wants_subscription(source.websub, found, settings, now) else None
-    return RefreshOutcome(source.id, status, [a.id for a in inserted], subscribe=subscribe)
+    return RefreshOutcome(source.id, status, [a.id for a in inserted], subscribe=subscribe, article_text_ids=pages)
+
+
+async def _store_texts(
+    connection: AsyncConnection,
+    settings: Settings,
+    source: _SourceView,
+    entries: list[ParsedEntry],
+    inserted: list[articles.InsertedArticle],
+    texts: dict[str, ExtractedArticle],
+) -> list[int]:
+    """New articles' full text: the feed's own when it has one, stored now; the articles whose pages are to be
+    fetched for it otherwise (when the source wants that)."""
+    from_feed = {a.id: texts[a.external_id] for a in inserted if a.external_id in texts}
+    await save_feed_texts(connection, from_feed)
+    if not (settings.article_text_enabled and source.article_text):
+        return []
+    with_url = {e.external_id for e in entries if e.url}
+    return [a.id for a in inserted if a.id not in from_feed and a.external_id in with_url]
 
 
 def _identity(source: _SourceView, parsed: ParsedFeed | None) -> dict[str, str]:

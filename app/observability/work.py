@@ -23,6 +23,11 @@ FETCHES = Counter(
     "newsagg_fetches",
     "Source refreshes by outcome: fetched, not_modified, failed, retry, deferred, skipped, superseded.", ["outcome"],
 )  # fmt: skip
+ARTICLE_TEXTS = Counter(
+    "newsagg_article_texts",
+    "Article page fetches for their text, by outcome (extracted, empty, failed, not_modified, retry, deferred, "
+    "skipped) and error class.", ["outcome", "error"],
+)  # fmt: skip
 INGESTED = Counter("newsagg_articles_ingested", "New articles stored, by how they came (poll or push).", ["via"])
 UNDERSTOOD = Counter(
     "newsagg_articles_understood",
@@ -64,6 +69,10 @@ def measured(job: Callable[P, Awaitable[T]], name: str | None = None) -> Callabl
 def count_refresh(outcome: str, new_articles: int) -> None:
     FETCHES.labels(outcome).inc()
     INGESTED.labels("poll").inc(new_articles)
+
+
+def count_article_text(outcome: str, error_class: str | None) -> None:
+    ARTICLE_TEXTS.labels(outcome, error_class or "").inc()
 
 
 def count_push(new_articles: int) -> None:

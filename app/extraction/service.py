@@ -1,0 +1,101 @@
+"""Fetching one article's page for its text: through the feed fetcher (SSRF guard, size cap, redirects, conditional
+GET) after politeness admits it (robots.txt, the host's rate), extracted off the event loop, stored once.
+
+Like a refresh, it never sleeps: a politeness wait or a transient error comes back as an outcome the job turns into
+a deferred job. A page that cannot be had (robots.txt, 404, too large, no article in it) is stored as such and not
+sought again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.entities import repository as entities
+from app.entities.extractor import Entity
+from app.entities.extractor import extract as extract_entities
+from app.extraction import repository as texts
+from app.extraction.extractor import extract_article
+from app.extraction.text import ExtractedArticle
+from app.ingest.addresses import AddressRefused, check_url_target
+from app.ingest.fetch import FetchError, FetchPolicy, fetch_feed
+from app.ingest.politeness import Politeness
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# lxml and trafilatura hold the GIL much of the time: one thread per process keeps the event loop (and the crawl
+# jobs on it) responsive, however many pages are being fetched at once.
+_EXTRACTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="extraction")
+
+
+@dataclass(frozen=True, slots=True)
+class TextOutcome:
+    article_id: int
+    status: str  # extracted | empty | failed | not_modified | skipped | retry | deferred
+    error_class: str | None = None
+    retry_in_s: float | None = None
+
+
+async def fetch_article_text(
+    db: AsyncEngine,
+    http: httpx.AsyncClient,
+    politeness: Politeness,
+    settings: Settings,
+    article_id: int,
+    *,
+    attempt: int = 1,
+    admitted: bool = False,
+) -> TextOutcome:
+    async with db.connect() as connection:
+        target = await texts.fetch_target(connection, article_id)
+    if target is None or target.url is None or not target.wanted or target.has_text:
+        return TextOutcome(article_id, "skipped")
+    try:  # before robots.txt is asked: a page on a private address is refused as such, not as robots' refusal
+        await check_url_target(target.url, allow_loopback=settings.allow_loopback_sources)
+    except AddressRefused as refused:
+        return await _failed(db, target, FetchError("address_refused", str(refused)))
+    if not admitted:
+        admission = await politeness.admit(target.url)
+        if not admission.allowed:
+            return await _failed(db, target, FetchError("robots_disallowed", admission.reason or "disallowed"))
+        if admission.wait_s > 0:
+            return TextOutcome(article_id, "deferred", retry_in_s=admission.wait_s)
+    policy = FetchPolicy(settings.article_max_bytes, settings.fetch_max_redirects)
+    try:
+        page = await fetch_feed(http, target.url, policy, etag=target.etag, last_modified=target.last_modified)
+    except FetchError as error:
+        delays = settings.crawl_retry_delays_seconds
+        if (error.transient or error.throttled) and attempt <= len(delays):
+            wait = max(delays[attempt - 1], error.retry_after_s or 0.0)
+            return TextOutcome(article_id, "retry", error.error_class, retry_in_s=wait)
+        return await _failed(db, target, error)
+    if page.not_modified:
+        return TextOutcome(article_id, "not_modified")
+    loop = asyncio.get_running_loop()
+    found, named = await loop.run_in_executor(_EXTRACTOR, _read_page, page.body, page.final_url, target)
+    async with db.begin() as connection:
+        await texts.save_page_text(connection, article_id, found, error_class=None if found else "empty",
+                                   etag=page.etag, last_modified=page.last_modified)  # fmt: skip
+        await entities.save(connection, {article_id: named})
+    return TextOutcome(article_id, "extracted" if found else "empty", None if found else "empty")
+
+
+def _read_page(body: bytes, url: str, target: texts.FetchTarget) -> tuple[ExtractedArticle | None, list[Entity]]:
+    """The article in the page and the entities its headline and opening name (blocking: the extraction thread)."""
+    found = extract_article(body, url, target.declared_language)
+    if found is None:
+        return None, []
+    return found, extract_entities(target.title, found.text, found.language)  # its opening: see MAX_TEXT there
+
+
+async def _failed(db: AsyncEngine, target: texts.FetchTarget, error: FetchError) -> TextOutcome:
+    log.info("article %s (%s): no text: %s: %s", target.article_id, target.url, error.error_class, error)
+    async with db.begin() as connection:
+        await texts.save_page_text(connection, target.article_id, None, error_class=error.error_class)
+    return TextOutcome(target.article_id, "failed", error.error_class)
