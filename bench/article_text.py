@@ -43,7 +43,7 @@ from app.sources import repository as sources
 from app.sources.models import FetchLog
 from bench.ingest import scratch_database
 from jobs.crawl import crawl_tick
-from jobs.worker import create_worker
+from jobs.worker import create_worker, shutdown
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("NEWSAGG_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -134,8 +134,11 @@ async def phase(settings: Settings, seconds: float, fetching: bool) -> dict[str,
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    with contextlib.suppress(asyncio.CancelledError):
+    try:
         await worker.close()
+    except asyncio.CancelledError:  # arq's close stops at its cancelled jobs, before its on_shutdown
+        await shutdown(worker.ctx)  # which stops the article queue's loop: the next phase starts without it
+        await worker.pool.aclose()
     await probe
     async with engine.connect() as connection:
         pages = (await connection.scalar(select(func.count()).select_from(ArticleText)) or 0) - (pages_before or 0)

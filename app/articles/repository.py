@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.articles.models import Article
 from app.db.engine import Executor
+from app.extraction.models import ArticleText
 from app.sources.models import Source
 
 
@@ -100,16 +101,22 @@ class UnderstandTarget:
     title: str
     summary: str
     declared_language: str | None  # the source's
+    text_opening: str | None = None  # of its full text, when the feed carried it (app/extraction)
+
+
+TEXT_OPENING_CHARS = 1000  # what entity extraction reads of a text (app/entities/extractor.py's MAX_TEXT)
 
 
 async def understand_targets(db: Executor, ids: Sequence[int]) -> list[UnderstandTarget]:
     """The given articles not yet understood (fingerprinted and labelled)."""
     rows = await db.execute(
-        select(Article.id, Article.title, Article.summary, Source.language)
+        select(Article.id, Article.title, Article.summary, Source.language,
+               func.left(ArticleText.text, TEXT_OPENING_CHARS))
         .join(Source, Source.id == Article.source_id)
+        .outerjoin(ArticleText, ArticleText.article_id == Article.id)
         .where(Article.id.in_(ids), Article.simhash.is_(None))
         .order_by(Article.id)
-    )
+    )  # fmt: skip
     return [UnderstandTarget(*row) for row in rows]
 
 

@@ -54,7 +54,7 @@ async def fetch_article_text(
 ) -> TextOutcome:
     async with db.connect() as connection:
         target = await texts.fetch_target(connection, article_id)
-    if target is None or target.url is None or not target.wanted or target.has_text:
+    if target is None or target.url is None or not (target.wanted and settings.article_text_enabled) or target.has_text:
         return TextOutcome(article_id, "skipped")
     try:  # before robots.txt is asked: a page on a private address is refused as such, not as robots' refusal
         await check_url_target(target.url, allow_loopback=settings.allow_loopback_sources)

@@ -140,11 +140,11 @@ async def _ingest(
     db: AsyncEngine, settings: Settings, plan: _Plan, fetched: FetchedFeed, now: datetime
 ) -> RefreshOutcome:
     try:
-        parsed, texts = (None, {}) if fetched.not_modified else await _in_parser_thread(_read, fetched, settings, now)
+        parsed = None if fetched.not_modified else await _in_parser_thread(_parse, fetched, settings, now)
     except FeedParseError as error:
         return await _fail(db, settings, plan, error, FailureKind.STRIKE)
     async with db.begin() as connection:
-        return await _store_success(connection, settings, plan, fetched, parsed, texts, now)
+        return await _store_success(connection, settings, plan, fetched, parsed, now)
 
 
 async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
@@ -214,16 +214,6 @@ def article_rows(source_id: int, entries: list[ParsedEntry]) -> list[articles.Ne
     ]  # fmt: skip
 
 
-def _read(
-    fetched: FetchedFeed, settings: Settings, fetched_at: datetime
-) -> tuple[ParsedFeed, dict[str, ExtractedArticle]]:
-    """The feed, and the full texts its entries carry (content:encoded) by external id, sanitized."""
-    parsed = _parse(fetched, settings, fetched_at)
-    least = settings.article_feed_text_min_words
-    found = {e.external_id: feed_text(e.content, least) for e in parsed.entries if e.content}
-    return parsed, {key: text for key, text in found.items() if text is not None}
-
-
 def _parse(fetched: FetchedFeed, settings: Settings, fetched_at: datetime) -> ParsedFeed:
     limits = TextLimits(title=settings.title_max_chars, summary=settings.summary_max_chars)
     return parse_feed(
@@ -238,14 +228,13 @@ async def _store_success(
     plan: _Plan,
     fetched: FetchedFeed,
     parsed: ParsedFeed | None,
-    texts: dict[str, ExtractedArticle],
     now: datetime,
 ) -> RefreshOutcome:
     source = plan.source
     entries = parsed.entries if parsed else []
     rows = article_rows(source.id, entries)
     inserted = await articles.insert_new(connection, rows)
-    pages = await _store_texts(connection, settings, source, entries, inserted, texts)
+    pages = await _store_texts(connection, settings, source, entries, inserted)
     bounds = Bounds(source.min_interval_s, source.max_interval_s)
     if pushed(source.websub, now):  # the hub brings new entries; polling is only a safety net
         bounds = Bounds(int(settings.websub_poll_hours * 3600), int(settings.websub_poll_hours * 3600))
@@ -282,16 +271,21 @@ async def _store_texts(
     source: _SourceView,
     entries: list[ParsedEntry],
     inserted: list[articles.InsertedArticle],
-    texts: dict[str, ExtractedArticle],
 ) -> list[int]:
-    """New articles' full text: the feed's own when it has one, stored now; the articles whose pages are to be
-    fetched for it otherwise (when the source wants that)."""
-    from_feed = {a.id: texts[a.external_id] for a in inserted if a.external_id in texts}
+    """New articles' full text: the feed's own when it has one (sanitized off the loop, for the new entries only),
+    stored now; the articles whose pages are to be fetched for it otherwise (when the source wants that)."""
+    by_id = {e.external_id: e for e in entries}
+    contents = {a.id: content for a in inserted if (content := by_id[a.external_id].content)}
+    from_feed = await _in_parser_thread(_feed_texts, contents, settings.article_feed_text_min_words) if contents else {}
     await save_feed_texts(connection, from_feed)
     if not (settings.article_text_enabled and source.article_text):
         return []
-    with_url = {e.external_id for e in entries if e.url}
-    return [a.id for a in inserted if a.id not in from_feed and a.external_id in with_url]
+    return [a.id for a in inserted if a.id not in from_feed and by_id[a.external_id].url]
+
+
+def _feed_texts(contents: dict[int, str], min_words: int) -> dict[int, ExtractedArticle]:
+    found = {article_id: feed_text(content, min_words) for article_id, content in contents.items()}
+    return {article_id: text for article_id, text in found.items() if text is not None}
 
 
 def _identity(source: _SourceView, parsed: ParsedFeed | None) -> dict[str, str]:
