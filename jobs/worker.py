@@ -19,6 +19,7 @@ from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.cron import CronJob
 from arq.worker import Function, Worker, func
 
+from app.extraction.pool import close_extraction_pool
 from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
 from app.observability.work import measured
@@ -74,6 +75,7 @@ def _open(ctx: dict[str, Any]) -> None:
 
 
 async def _close(ctx: dict[str, Any]) -> None:
+    close_extraction_pool()
     await ctx["http"].aclose()
     await ctx["services"].close()
 
@@ -96,6 +98,7 @@ class ArticleWorker:
                    pool)  # fmt: skip
 
     async def stop(self) -> None:
+        close_extraction_pool()
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
+import json
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -23,13 +25,14 @@ from app.extraction.models import ArticleText
 from app.extraction.sanitize import safe_html
 from app.extraction.service import fetch_article_text
 from app.ingest.fetch import new_http_client
+from app.ingest.parse import TextLimits, parse_feed
 from app.ingest.politeness import Politeness
 from app.queue_names import CRAWL_TICK
 from app.services import Services
 from app.settings import Settings
 from app.sources.models import Source
 from jobs.worker import ArticleWorker, create_worker
-from tests.conftest import GraphQLClient
+from tests.conftest import GraphQLClient, newsagg
 from tests.feeds import FeedServer, Item, Reply, rss
 from tests.newsroom import administrator, global_id
 from tests.pages import BOILERPLATE_WORDS, article_page, paragraphs
@@ -40,6 +43,10 @@ HOSTILE = (
     '<p onclick="steal()">Click <a href="javascript:alert(1)">here</a> <script>alert(2)</script>'
     '<img src="x" onerror="alert(3)"><iframe src="https://evil.example/"></iframe>'
     '<style>body{display:none}</style><a href="https://example.org/more" onmouseover="x()">more</a></p>'
+)
+NO_ARTICLE = (
+    b"<html><body><nav><a href=/>Home</a> <a href=/w>World</a></nav>"
+    b"<footer>Copyright 2026 Daily Test. Terms. Privacy.</footer></body></html>"
 )
 
 
@@ -261,11 +268,7 @@ async def test_robots_txt_too_large_pages_and_pages_without_an_article(
     feed_server.routes["/feed.xml"] = Reply(200, rss([]), {"Content-Type": "application/rss+xml"})
     feed_server.routes["/robots.txt"] = Reply(200, b"User-agent: *\nDisallow: /private/\n")
     feed_server.routes["/huge"] = Reply(200, article_page(body=paragraphs(30_000)))
-    feed_server.routes["/empty"] = Reply(
-        200,
-        b"<html><body><nav><a href=/>Home</a> <a href=/w>World</a></nav>"
-        b"<footer>Copyright 2026 Daily Test. Terms. Privacy.</footer></body></html>",
-    )
+    feed_server.routes["/empty"] = Reply(200, NO_ARTICLE)
     feed_server.routes["/gone"] = Reply(404, b"")
     await add_source(admin, feed_server.url("/feed.xml"))
     small = settings.model_copy(update={"article_max_bytes": 1024 * 1024})
@@ -310,3 +313,38 @@ async def test_a_worker_process_runs_the_article_queue_beside_crawling(
             await running
         await worker.close()
     assert all(t.origin == "page" and t.word_count > 100 for t in (await texts(services)).values())
+
+
+def test_eval_extraction_prints_the_benchmarks_figures_as_json(tmp_path: Path) -> None:
+    """`newsagg eval extraction` on a folder laid out as the benchmark's: one page found, one left empty."""
+    (tmp_path / "html").mkdir()
+    truth = {"good": " ".join(paragraphs(8)), "bare": "A body the page does not hold at all."}
+    (tmp_path / "html" / "good.html.gz").write_bytes(gzip.compress(article_page()))
+    (tmp_path / "html" / "bare.html.gz").write_bytes(gzip.compress(NO_ARTICLE))
+    (tmp_path / "ground-truth.json").write_text(
+        json.dumps({k: {"articleBody": v, "url": None} for k, v in truth.items()})
+    )
+
+    done = newsagg("eval", "extraction", "--dir", str(tmp_path))
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    measured = result["trafilatura"]
+    assert result["pages"] == 2
+    assert measured["empty"] == ["bare"]
+    assert measured["precision"] > 0.9  # the empty page counts in recall only, as in evaluate.py
+    assert measured["recall"] == pytest.approx(0.5, abs=0.02)
+
+
+def test_a_json_feeds_content_html_is_an_entrys_full_content() -> None:
+    body = json.dumps({"version": "https://jsonfeed.org/version/1.1", "title": "J", "items": [
+        {"id": "1", "url": "https://example.org/1", "title": "One", "summary": "Teaser.",
+         "content_html": "<p>" + " ".join(paragraphs(3)) + "</p>"}]}).encode()  # fmt: skip
+
+    parsed = parse_feed(body, feed_url="https://example.org/feed.json", content_type="application/feed+json",
+                        fetched_at=_now(), limits=TextLimits(500, 300))  # fmt: skip
+
+    (entry,) = parsed.entries
+    assert entry.summary == "Teaser."
+    assert entry.content is not None
+    assert entry.content.startswith("<p>Paragraph 0")

@@ -1,5 +1,6 @@
 """Fetching one article's page for its text: through the feed fetcher (SSRF guard, size cap, redirects, conditional
-GET) after politeness admits it (robots.txt, the host's rate), extracted off the event loop, stored once.
+GET) after politeness admits it (robots.txt, the host's rate), extracted in a process apart (app/extraction/pool.py),
+stored once.
 
 Like a refresh, it never sleeps: a politeness wait or a transient error comes back as an outcome the job turns into
 a deferred job. A page that cannot be had (robots.txt, 404, too large, no article in it) is stored as such and not
@@ -8,30 +9,21 @@ sought again.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.entities import repository as entities
-from app.entities.extractor import Entity
-from app.entities.extractor import extract as extract_entities
 from app.extraction import repository as texts
-from app.extraction.extractor import extract_article
-from app.extraction.text import ExtractedArticle
+from app.extraction.pool import ExtractionCrashed, read_page_apart
 from app.ingest.addresses import AddressRefused, check_url_target
 from app.ingest.fetch import FetchError, FetchPolicy, fetch_feed
 from app.ingest.politeness import Politeness
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
-
-# lxml and trafilatura hold the GIL much of the time: one thread per process keeps the event loop (and the crawl
-# jobs on it) responsive, however many pages are being fetched at once.
-_EXTRACTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="extraction")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,21 +69,15 @@ async def fetch_article_text(
         return await _failed(db, target, error)
     if page.not_modified:
         return TextOutcome(article_id, "not_modified")
-    loop = asyncio.get_running_loop()
-    found, named = await loop.run_in_executor(_EXTRACTOR, _read_page, page.body, page.final_url, target)
+    try:
+        found, named = await read_page_apart(page.body, page.final_url, target.title, target.declared_language)
+    except ExtractionCrashed as crashed:
+        return await _failed(db, target, FetchError("extraction_crashed", str(crashed)))
     async with db.begin() as connection:
         await texts.save_page_text(connection, article_id, found, error_class=None if found else "empty",
                                    etag=page.etag, last_modified=page.last_modified)  # fmt: skip
         await entities.save(connection, {article_id: named})
     return TextOutcome(article_id, "extracted" if found else "empty", None if found else "empty")
-
-
-def _read_page(body: bytes, url: str, target: texts.FetchTarget) -> tuple[ExtractedArticle | None, list[Entity]]:
-    """The article in the page and the entities its headline and opening name (blocking: the extraction thread)."""
-    found = extract_article(body, url, target.declared_language)
-    if found is None:
-        return None, []
-    return found, extract_entities(target.title, found.text, found.language)  # its opening: see MAX_TEXT there
 
 
 async def _failed(db: AsyncEngine, target: texts.FetchTarget, error: FetchError) -> TextOutcome:
