@@ -36,25 +36,32 @@ def read_pages(folder: Path) -> list[tuple[str, bytes, str | None, str]]:
              item.get("articleBody", "")) for key, item in sorted(truth.items())]  # fmt: skip
 
 
-def measure(pages: list[tuple[str, bytes, str | None, str]], extractor: Extractor) -> dict[str, object]:
-    extractor(pages[0][1], pages[0][2])  # warm up: imports and models load once per process
-    counts: list[Counts] = []
-    empty: list[str] = []
-    elapsed = 0.0
+def measure(pages: list[tuple[str, bytes, str | None, str]], extractors: dict[str, Extractor]) -> dict[str, object]:
+    """Each extractor's scores, empty pages and time per page; the extractors take turns page by page, so that the
+    machine's other load slows them alike."""
+    for extractor in extractors.values():
+        extractor(pages[0][1], pages[0][2])  # warm up: imports and models load once per process
+    counts: dict[str, list[Counts]] = {name: [] for name in extractors}
+    empty: dict[str, list[str]] = {name: [] for name in extractors}
+    elapsed = dict.fromkeys(extractors, 0.0)
     for key, page, url, body in pages:
-        started = time.perf_counter()
-        text = extractor(page, url)
-        elapsed += time.perf_counter() - started
-        if not text.strip():
-            empty.append(key)
-        counts.append(shingle_matching(body, text))
-    return {**{k: round(v, 4) for k, v in scores(counts).items()}, "empty_pages": len(empty), "empty": empty,
-            "ms_per_page": round(1000 * elapsed / len(pages), 1)}  # fmt: skip
+        for name, extractor in extractors.items():
+            started = time.perf_counter()
+            text = extractor(page, url)
+            elapsed[name] += time.perf_counter() - started
+            if not text.strip():
+                empty[name].append(key)
+            counts[name].append(shingle_matching(body, text))
+    return {
+        name: {**{k: round(v, 4) for k, v in scores(counts[name]).items()}, "empty_pages": len(empty[name]),
+               "empty": empty[name], "ms_per_page": round(1000 * elapsed[name] / len(pages), 1)}
+        for name in extractors
+    }  # fmt: skip
 
 
 def evaluate(folder: Path, *, compare: bool = False) -> dict[str, object]:
-    pages = read_pages(folder)
-    result: dict[str, object] = {"pages": len(pages), "trafilatura": measure(pages, shipped)}
+    extractors: dict[str, Extractor] = {"trafilatura": shipped}
     if compare:
-        result["readability_lxml"] = measure(pages, readability_lxml)
-    return result
+        extractors["readability_lxml"] = readability_lxml
+    pages = read_pages(folder)
+    return {"pages": len(pages), **measure(pages, extractors)}
