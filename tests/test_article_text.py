@@ -32,7 +32,7 @@ from app.services import Services
 from app.settings import Settings
 from app.sources.models import Source
 from jobs.worker import ArticleWorker, create_worker
-from tests.conftest import GraphQLClient, newsagg
+from tests.conftest import GraphQLClient, newsagg, statements_per_page
 from tests.feeds import FeedServer, Item, Reply, rss
 from tests.newsroom import administrator, global_id
 from tests.pages import BOILERPLATE_WORDS, article_page, paragraphs
@@ -348,3 +348,25 @@ def test_a_json_feeds_content_html_is_an_entrys_full_content() -> None:
     assert entry.summary == "Teaser."
     assert entry.content is not None
     assert entry.content.startswith("<p>Paragraph 0")
+
+
+ARTICLES_WITH_TEXT = "query($n: Int) { articles(first: $n) { edges { node { title image readingTimeMinutes " \
+    "text { plain wordCount } } } } }"  # fmt: skip
+
+
+async def test_article_texts_are_loaded_in_one_batch_whatever_the_page_size(
+    gql: GraphQLClient, services: Services, feed_server: FeedServer, crawl: Run, fetch_texts: Run
+) -> None:
+    admin = await administrator(gql, services)
+    feed_server.routes["/feed.xml"] = Reply(200, summary_feed(feed_server, 6), {"Content-Type": "application/rss+xml"})
+    for k in range(6):
+        feed_server.routes[f"/news/{k}"] = Reply(200, article_page(f"Harbour story {k}"), {"Content-Type": "text/html"})
+    await add_source(admin, feed_server.url("/feed.xml"))
+    await crawl()
+    await fetch_texts()
+
+    counts = await statements_per_page(gql, services, ARTICLES_WITH_TEXT, (1, 6))
+
+    assert counts[0] == counts[1]
+    page = await gql.post(ARTICLES_WITH_TEXT, {"n": 6})
+    assert all(edge["node"]["text"]["wordCount"] > 100 for edge in page["data"]["articles"]["edges"])
