@@ -128,6 +128,14 @@ def summary_feed(server: FeedServer, n: int) -> bytes:
                      summary="Council votes on the harbour wall.") for k in range(n)])  # fmt: skip
 
 
+def publish(feed_server: FeedServer, n: int) -> str:
+    """A summary-only feed of `n` entries and their pages; the feed's URL."""
+    feed_server.routes["/feed.xml"] = Reply(200, summary_feed(feed_server, n), {"Content-Type": "application/rss+xml"})
+    for k in range(n):
+        feed_server.routes[f"/news/{k}"] = Reply(200, article_page(f"Harbour story {k}"), {"Content-Type": "text/html"})
+    return feed_server.url("/feed.xml")
+
+
 async def texts(services: Services) -> dict[str, ArticleText]:
     async with services.db() as session:
         rows = await session.execute(select(Article.url, ArticleText).join(ArticleText))
@@ -295,10 +303,7 @@ async def test_a_worker_process_runs_the_article_queue_beside_crawling(
     """The production path: `newsagg worker`'s main loop starts the article queue's loop at startup and stops it at
     shutdown; a crawl tick's new articles get their text without any burst worker."""
     admin = await administrator(gql, services)
-    feed_server.routes["/feed.xml"] = Reply(200, summary_feed(feed_server, 2), {"Content-Type": "application/rss+xml"})
-    for k in range(2):
-        feed_server.routes[f"/news/{k}"] = Reply(200, article_page(f"Harbour story {k}"), {"Content-Type": "text/html"})
-    await add_source(admin, feed_server.url("/feed.xml"))
+    await add_source(admin, publish(feed_server, 2))
     worker = create_worker(settings, handle_signals=False, redis_pool=arq_redis, cron_jobs=None)
     running = asyncio.create_task(worker.main())
     try:
@@ -358,10 +363,7 @@ async def test_article_texts_are_loaded_in_one_batch_whatever_the_page_size(
     gql: GraphQLClient, services: Services, feed_server: FeedServer, crawl: Run, fetch_texts: Run
 ) -> None:
     admin = await administrator(gql, services)
-    feed_server.routes["/feed.xml"] = Reply(200, summary_feed(feed_server, 6), {"Content-Type": "application/rss+xml"})
-    for k in range(6):
-        feed_server.routes[f"/news/{k}"] = Reply(200, article_page(f"Harbour story {k}"), {"Content-Type": "text/html"})
-    await add_source(admin, feed_server.url("/feed.xml"))
+    await add_source(admin, publish(feed_server, 6))
     await crawl()
     await fetch_texts()
 
