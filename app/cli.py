@@ -106,18 +106,33 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     evaluation = commands.add_parser("eval", help="measure the understanding of the news on labelled data")
     evaluations = evaluation.add_subparsers(dest="eval_command", required=True, metavar="WHAT")
     clustering = evaluations.add_parser("clustering", help="story clustering: B-cubed precision/recall/F1 (JSON)")
-    clustering.add_argument("--csv", type=Path, nargs="+", required=True,
-                            help="labelled CSV (TITLE, STORY, PUBLISHER, TIMESTAMP); several: a report of each")
-    clustering.add_argument("--report", action="store_true",
-                            help="JSON lines per file: both orders, cross-validated by story (--folds, default 5), per "
-                                 "language, and how separable the labels are by text")
-    clustering.add_argument("--tune", action="append", metavar="FIELD=V1,V2",
-                            help="choose a policy field by cross-validation by story over every file (repeatable)")
+    clustering.add_argument(
+        "--csv",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="labelled CSV (TITLE, STORY, PUBLISHER, TIMESTAMP); several: a report of each",
+    )
+    clustering.add_argument(
+        "--report",
+        action="store_true",
+        help="JSON lines per file: both orders, cross-validated by story (--folds, default 5), per "
+        "language, and how separable the labels are by text",
+    )
+    clustering.add_argument(
+        "--tune",
+        action="append",
+        metavar="FIELD=V1,V2",
+        help="choose a policy field by cross-validation by story over every file (repeatable)",
+    )
     clustering.add_argument("--order", choices=["time", "shuffled"], default="time")
     clustering.add_argument("--seed", type=int, default=0, help="shuffle seed")
     clustering.add_argument("--folds", type=int, help="cross-validate: cluster each of K groups of stories alone")
-    clustering.add_argument("--threshold", type=float,
-                            help="override the similarity threshold (of words; --tune gram_threshold=V for n-grams)")
+    clustering.add_argument(
+        "--threshold",
+        type=float,
+        help="override the similarity threshold (of words; --tune gram_threshold=V for n-grams)",
+    )
     clustering.add_argument("--min-shared", type=int, help="override the shared significant terms required")
     clustering.add_argument(
         "--errors",
@@ -137,6 +152,11 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     languages.add_argument("--tsv", type=Path, help="language<TAB>sentence lines (default: the eld test set)")
     languages.add_argument("--english", type=Path, nargs="*", default=[],
                            help="CSVs of English headlines (TITLE or title column)")  # fmt: skip
+
+    extraction = evaluations.add_parser("extraction", help="article text extraction: shingle F1 per the article "
+                                        "extraction benchmark (JSON)")  # fmt: skip
+    extraction.add_argument("--dir", type=Path, required=True, help="folder of html/<id>.html.gz and ground-truth.json")
+    extraction.add_argument("--compare", action="store_true", help="also run readability-lxml (the eval extra)")
 
     topic_commands = commands.add_parser("topics", help="the topic model").add_subparsers(
         dest="topics_command", required=True, metavar="WHAT")  # fmt: skip

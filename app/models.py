@@ -4,6 +4,7 @@ from app.articles.models import Article
 from app.db.base import Base
 from app.documents.models import TrustedDocument
 from app.entities.models import ArticleEntity
+from app.extraction.models import ArticleText
 from app.outbox.models import OutboxEvent
 from app.search.models import SearchTerm
 from app.sources.models import CrawlSchedule, FetchLog, Source
@@ -24,6 +25,7 @@ __all__ = [
     "ApiKey",
     "Article",
     "ArticleEntity",
+    "ArticleText",
     "Base",
     "CrawlSchedule",
     "FetchLog",

@@ -331,6 +331,23 @@ class Settings(BaseSettings):
         description="Accept feeds on loopback addresses (demo/replay mode turns this on; never in production).",
     )
 
+    # --- article text -------------------------------------------------------------------------------------
+    article_text_enabled: bool = Field(
+        default=True,
+        description="Fetch the page of each new article whose feed entry has no full text, for its main text (each "
+        "source can turn it off: `articleText`); a feed's own full text is stored either way.",
+    )
+    article_queue_name: str = Field(
+        default="newsagg:articles", description="arq queue of the article-text fetches (apart from crawling's)."
+    )
+    article_fetch_concurrency: int = Field(
+        default=4, ge=0, description="Article pages each worker process fetches at once (0: none in this process)."
+    )
+    article_max_bytes: int = Field(default=2 * 1024 * 1024, description="Abort an article page larger than this.")
+    article_feed_text_min_words: int = Field(
+        default=120, description="A feed entry's content:encoded of at least this many words is its full text."
+    )
+
     demo_speed: float = Field(
         default=600,
         gt=0,

@@ -17,6 +17,7 @@ from app.outbox.relay import relay_all
 from app.queue_names import REFRESH_SOURCE, UNDERSTAND_ARTICLES
 from app.services import Services
 from app.sources import repository as sources
+from jobs.articles import enqueue_article_texts
 from jobs.websub import enqueue_subscribe
 
 log = logging.getLogger(__name__)
@@ -88,13 +89,16 @@ async def _hold_claim(ctx: dict[str, Any], source_id: int, claimed_at: datetime 
 
 async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutcome) -> None:
     """What follows a committed ingest: new articles announced at once (their outbox event published; with Redis
-    down, the relay's next run does it), understood next, a discovered hub subscribed to."""
+    down, the relay's next run does it), understood next, the pages of those without their full text fetched (on the
+    article queue), a discovered hub subscribed to."""
     services: Services = ctx["services"]
     if outcome.new_article_ids:
         await relay_all(services.engine, services.redis, (ARTICLES_ADDED,))
         await ctx["redis"].enqueue_job(
             UNDERSTAND_ARTICLES, outcome.new_article_ids, _queue_name=services.settings.queue_name
         )
+    if outcome.article_text_ids:
+        await enqueue_article_texts(ctx, outcome.article_text_ids)
     if outcome.subscribe is not None:
         await enqueue_subscribe(ctx, source_id, outcome.subscribe.hub, outcome.subscribe.topic)
 

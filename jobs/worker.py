@@ -1,29 +1,41 @@
 """The arq worker: crawling (the crawl tick, source refreshes, WebSub pushes and subscriptions), understanding and
 clustering new articles into stories, relaying the outbox to Redis, keeping the search index in sync (and building the
 day's text-search index over the last days' articles), sweeping up work whose worker died, and deleting rows past
-their retention; it samples its backlogs for /metrics. The jobs live in jobs/crawl.py, jobs/websub.py,
+their retention; it samples its backlogs for /metrics; beside its main loop, a second one fetches article pages for
+their text from a queue of its own (jobs/articles.py). The jobs live in jobs/crawl.py, jobs/websub.py,
 jobs/stories.py, jobs/outbox.py, jobs/search.py, jobs/sweeper.py, jobs/retention.py and jobs/backlogs.py; each process
 beats a heartbeat (app/workers/heartbeat.py); this module starts and registers them, each timed and its failures
 counted (app/observability/work.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from arq import cron
-from arq.connections import RedisSettings
+from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.cron import CronJob
 from arq.worker import Function, Worker, func
 
+from app.extraction.pool import close_extraction_pool
 from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
 from app.observability.work import measured
-from app.queue_names import CRAWL_TICK, INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES, WEBSUB_SUBSCRIBE
+from app.queue_names import (
+    CRAWL_TICK,
+    FETCH_ARTICLE_TEXT,
+    INGEST_PUSH,
+    REFRESH_SOURCE,
+    UNDERSTAND_ARTICLES,
+    WEBSUB_SUBSCRIBE,
+)
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.stories.store import ClusteringCache
 from app.workers.heartbeat import Heartbeat
+from jobs.articles import fetch_article_text_job
 from jobs.backlogs import SAMPLE_SECONDS, sample_backlogs_job
 from jobs.crawl import crawl_priority_job, crawl_tick, ingest_push_job, refresh_source_job
 from jobs.loop import ResilientWorker, retried_on_redis
@@ -38,20 +50,91 @@ from jobs.websub import websub_renew, websub_subscribe_job
 async def startup(ctx: dict[str, Any]) -> None:
     if "services" in ctx:
         return  # the loop restarted after a Redis outage (jobs/loop.py): the process's handles are still good
+    _open(ctx)
+    ctx["clustering"] = ClusteringCache()  # this worker's copy of the active stories (app/stories/store.py)
+    ctx["heartbeat"] = Heartbeat(settings := ctx["settings"])  # its id names the claims this worker holds
+    await ctx["heartbeat"].start()
+    if ctx.get("article_worker") and settings.article_fetch_concurrency > 0:
+        ctx["article_worker"] = await ArticleWorker.start(settings, ctx)
+
+
+async def shutdown(ctx: dict[str, Any]) -> None:
+    if isinstance(ctx.get("article_worker"), ArticleWorker):
+        await ctx["article_worker"].stop()
+    await ctx["heartbeat"].stop()
+    await _close(ctx)
+
+
+def _open(ctx: dict[str, Any]) -> None:
+    """The process's handles: database and Redis, the HTTP client and politeness every fetch goes through."""
     settings: Settings = ctx.get("settings") or get_settings()
     ctx["settings"] = settings
     ctx["services"] = Services.open(settings, pre_ping=False)  # see app.db.engine.create_engine
     ctx["http"] = new_http_client(settings)
     ctx["politeness"] = Politeness(ctx["services"].redis, ctx["http"], settings)
-    ctx["clustering"] = ClusteringCache()  # this worker's copy of the active stories (app/stories/store.py)
-    ctx["heartbeat"] = Heartbeat(settings)  # its id names the claims this worker holds (app/workers/)
-    await ctx["heartbeat"].start()
 
 
-async def shutdown(ctx: dict[str, Any]) -> None:
-    await ctx["heartbeat"].stop()
+async def _close(ctx: dict[str, Any]) -> None:
+    close_extraction_pool()
     await ctx["http"].aclose()
     await ctx["services"].close()
+
+
+class ArticleWorker:
+    """The article queue's worker inside a worker process: its own arq loop and job limit, sharing the process's
+    handles (so one HTTP pool and one politeness serve both queues)."""
+
+    def __init__(self, worker: Worker, pool: ArqRedis) -> None:
+        self._worker, self._pool = worker, pool
+        self._task = asyncio.create_task(worker.main(), name="article-worker")
+
+    @classmethod
+    async def start(cls, settings: Settings, shared: dict[str, Any]) -> ArticleWorker:
+        assert settings.redis_url
+        pool = await create_pool(RedisSettings.from_dsn(settings.redis_url),
+                                 default_queue_name=settings.article_queue_name)  # fmt: skip
+        handles = {key: shared[key] for key in ("settings", "services", "http", "politeness")}
+        return cls(create_article_worker(settings, redis_pool=pool, ctx=handles, on_startup=None, on_shutdown=None),
+                   pool)  # fmt: skip
+
+    async def stop(self) -> None:
+        close_extraction_pool()
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        for job in self._worker.tasks.values():
+            job.cancel()
+        await self._pool.aclose()
+
+
+async def _article_startup(ctx: dict[str, Any]) -> None:
+    if "services" not in ctx:
+        _open(ctx)
+
+
+def article_worker_options(settings: Settings) -> dict[str, Any]:
+    """The article queue's worker: one job function, `article_fetch_concurrency` jobs at once."""
+    if not settings.redis_url:
+        raise SystemExit("REDIS_URL is not set: run `newsagg up` (starts embedded Redis) or set REDIS_URL")
+    return {
+        "functions": [_job(fetch_article_text_job, FETCH_ARTICLE_TEXT, max_tries=REDIS_TRIES)],
+        "on_startup": _article_startup,
+        "on_shutdown": _close,
+        "redis_settings": RedisSettings.from_dsn(settings.redis_url),
+        "queue_name": settings.article_queue_name,
+        "poll_delay": settings.worker_poll_delay_seconds,
+        "max_jobs": max(1, settings.article_fetch_concurrency),
+        "ctx": {"settings": settings},
+        "handle_signals": False,
+        "health_check_interval": 60,
+    }
+
+
+def create_article_worker(settings: Settings, **overrides: Any) -> Worker:
+    """The article queue's worker on its own (tests run it in burst mode); in production each worker process runs
+    one beside its main loop (ArticleWorker)."""
+    options = {**article_worker_options(settings), **overrides}
+    return ResilientWorker(**options, backoff_cap=settings.redis_backoff_max_seconds)
 
 
 REDIS_TRIES = 6  # a job that keeps failing on Redis gives up after about a minute of retries (1+2+4+8+16 s)
@@ -112,7 +195,8 @@ def worker_options(settings: Settings) -> dict[str, Any]:
         "queue_name": settings.queue_name,
         "poll_delay": settings.worker_poll_delay_seconds,
         "max_jobs": settings.worker_max_jobs,
-        "ctx": {"settings": settings},
+        # a burst worker (tests, one-off runs) leaves the article queue to a worker of its own (create_article_worker)
+        "ctx": {"settings": settings, "article_worker": True},
         "handle_signals": True,
         "health_check_interval": 60,
     }
@@ -121,4 +205,6 @@ def worker_options(settings: Settings) -> dict[str, Any]:
 def create_worker(settings: Settings, **overrides: Any) -> Worker:
     """A worker whose loop survives Redis outages (jobs/loop.py)."""
     options = {**worker_options(settings), **overrides}
+    if options.get("burst"):
+        options["ctx"] = {**options["ctx"], "article_worker": False}
     return ResilientWorker(**options, backoff_cap=settings.redis_backoff_max_seconds)

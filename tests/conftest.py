@@ -94,6 +94,7 @@ def settings(database_url: str, server_urls: tuple[str, str], tmp_path_factory: 
         home=tmp_path_factory.mktemp("home"),
         allow_loopback_sources=True,
         queue_name=f"newsagg-test:{uuid.uuid4().hex[:8]}",
+        article_queue_name=f"newsagg-test-articles:{uuid.uuid4().hex[:8]}",
         worker_poll_delay_seconds=0.01,
         politeness_requests_per_second=1000.0,  # tests/test_politeness.py checks the real rate
         politeness_concurrent_per_site=100,  # every test feed is on one site (127.0.0.1); test_politeness caps its own
@@ -254,6 +255,15 @@ async def gql(api_url: str) -> AsyncIterator[GraphQLClient]:
         yield GraphQLClient(http)
 
 
+async def until_drained(worker: Any) -> int:
+    """Run a burst-mode worker until its queue is empty; the jobs it completed."""
+    try:
+        await worker.main()
+    finally:
+        await worker.close()
+    return int(worker.jobs_complete)
+
+
 @pytest.fixture
 def crawl(settings: Settings, arq_redis: ArqRedis) -> Any:
     """One crawl tick and every refresh it enqueues, through arq and a real worker in burst mode."""
@@ -262,12 +272,21 @@ def crawl(settings: Settings, arq_redis: ArqRedis) -> Any:
     async def run_once(tick: bool = True) -> int:
         if tick:
             await arq_redis.enqueue_job(CRAWL_TICK, _queue_name=settings.queue_name)
-        worker = create_worker(settings, burst=True, handle_signals=False, redis_pool=arq_redis, cron_jobs=None)
-        try:
-            await worker.main()
-        finally:
-            await worker.close()
-        return worker.jobs_complete
+        return await until_drained(
+            create_worker(settings, burst=True, handle_signals=False, redis_pool=arq_redis, cron_jobs=None)
+        )
+
+    return run_once
+
+
+@pytest.fixture
+def fetch_texts(settings: Settings, arq_redis: ArqRedis) -> Any:
+    """Every article-text job queued (and their follow-ups), through arq and the article queue's worker in burst
+    mode."""
+    from jobs.worker import create_article_worker
+
+    async def run_once() -> int:
+        return await until_drained(create_article_worker(settings, burst=True, redis_pool=arq_redis))
 
     return run_once
 

@@ -177,6 +177,7 @@ async def test_source_update_renames_refiles_repaces_pauses_and_resumes(
         "language": "pt-br",
         "authority": 0.9,
         "status": "PAUSED",
+        "articleText": True,
     }
     async with services.db.begin() as session:
         source = await session.get(Source, row_id)

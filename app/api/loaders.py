@@ -14,6 +14,8 @@ from app.articles import repository as articles
 from app.articles.models import Article
 from app.entities import repository as entities
 from app.entities.repository import NamedEntity
+from app.extraction import repository as texts
+from app.extraction.models import ArticleText
 from app.sources import repository as sources
 from app.sources.models import CrawlSchedule, Source
 from app.stories import repository as stories
@@ -51,6 +53,7 @@ class Loaders:
     latest_articles_by_story: DataLoader[tuple[int, int], list[Article]]  # (story id, how many)
     entities_by_article: DataLoader[int, list[NamedEntity]]
     entities_by_story: DataLoader[tuple[int, int], list[NamedEntity]]  # (story id, how many)
+    text_by_article: DataLoader[int, ArticleText | None]
 
     @classmethod
     def for_event(cls, db: async_sessionmaker[AsyncSession], event: dict[str, Any]) -> Loaders:
@@ -74,6 +77,7 @@ class Loaders:
             latest_articles_by_story=_latest_articles(db, source_by_id),
             entities_by_article=_entities_of_articles(db),
             entities_by_story=_entities_of_stories(db),
+            text_by_article=_by_key(db, texts.texts_of_articles, lambda t: t.article_id),
         )
 
 

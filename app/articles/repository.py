@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.articles.models import Article
 from app.db.engine import Executor
+from app.extraction.models import ArticleText
 from app.sources.models import Source
 
 
@@ -31,6 +32,7 @@ class NewArticle:
 class InsertedArticle:
     id: int
     published_at: datetime
+    external_id: str = ""
 
 
 # One statement whatever the batch size: arrays unnested into rows, so it is prepared once and reused.
@@ -41,7 +43,7 @@ _INSERT_NEW = text("""
         CAST(:summary AS text[]), CAST(:author AS text[]), CAST(:published_at AS timestamptz[]),
         CAST(:content_hash AS bigint[]))
     ON CONFLICT DO NOTHING
-    RETURNING id, published_at
+    RETURNING id, published_at, external_id
 """)
 _COLUMNS = ("source_id", "external_id", "url", "title", "summary", "author", "published_at", "content_hash")
 
@@ -60,7 +62,7 @@ async def insert_new(session: Executor, rows: Sequence[NewArticle]) -> list[Inse
     unique = list(by_identity.values())
     columns = {name: [getattr(row, name) for row in unique] for name in _COLUMNS}
     result = await session.execute(_INSERT_NEW, columns)
-    return sorted((InsertedArticle(id=r.id, published_at=r.published_at) for r in result), key=lambda a: a.id)
+    return sorted((InsertedArticle(r.id, r.published_at, r.external_id) for r in result), key=lambda a: a.id)
 
 
 async def articles_with_sources(session: AsyncSession, ids: Sequence[int]) -> list[tuple[Article, Source]]:
@@ -99,16 +101,22 @@ class UnderstandTarget:
     title: str
     summary: str
     declared_language: str | None  # the source's
+    text_opening: str | None = None  # of its full text, when the feed carried it (app/extraction)
+
+
+TEXT_OPENING_CHARS = 1000  # what entity extraction reads of a text (app/entities/extractor.py's MAX_TEXT)
 
 
 async def understand_targets(db: Executor, ids: Sequence[int]) -> list[UnderstandTarget]:
     """The given articles not yet understood (fingerprinted and labelled)."""
     rows = await db.execute(
-        select(Article.id, Article.title, Article.summary, Source.language)
+        select(Article.id, Article.title, Article.summary, Source.language,
+               func.left(ArticleText.text, TEXT_OPENING_CHARS))
         .join(Source, Source.id == Article.source_id)
+        .outerjoin(ArticleText, ArticleText.article_id == Article.id)
         .where(Article.id.in_(ids), Article.simhash.is_(None))
         .order_by(Article.id)
-    )
+    )  # fmt: skip
     return [UnderstandTarget(*row) for row in rows]
 
 

@@ -1,6 +1,7 @@
 """Understanding a new article, before it joins a story: its SimHash fingerprint, language, topics and named
-entities; and whether it is a near-duplicate (a syndicated or re-posted article, SimHash within distance 3), marked
-as a copy of the earliest such article of the last 48 hours, its original."""
+entities (of its headline and the opening of its full text when the feed carried it, else its summary); and whether
+it is a near-duplicate (a syndicated or re-posted article, SimHash within distance 3), marked as a copy of the
+earliest such article of the last 48 hours, its original."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def _understand(targets: list[articles.UnderstandTarget]) -> tuple[dict[int, art
         t.id: articles.Understanding(fp := simhash(f"{t.title}\n{t.summary}"), bands(fp), found.language, found.topics)
         for t, found in zip(targets, labels, strict=True)
     }
-    return understood, {t.id: extract(t.title, t.summary, understood[t.id].language) for t in targets}
+    return understood, {t.id: extract(t.title, t.text_opening or t.summary, understood[t.id].language) for t in targets}
 
 
 async def understand_articles(db: AsyncEngine, article_ids: Sequence[int], *, now: datetime) -> dict[int, int]:

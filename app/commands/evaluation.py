@@ -24,6 +24,10 @@ def evaluate(args: argparse.Namespace) -> int:
         from app.articles.language_eval import evaluate as evaluate_languages
 
         result = evaluate_languages(args.tsv, args.english)
+    elif args.eval_command == "extraction":
+        from app.extraction.evaluation import evaluate as evaluate_extraction
+
+        result = evaluate_extraction(args.dir, compare=args.compare)
     else:
         for line in clustering(args):
             print(json.dumps(line))

@@ -40,6 +40,7 @@ def _entry(item: dict[str, Any]) -> dict[str, Any]:
         "summary": _text(item.get("summary")) or _text(item.get("content_html")) or _text(item.get("content_text")),
         "author": _text(first_author.get("name")),
         "published_parsed": _struct_time(item.get("date_published") or item.get("date_modified")),
+        "content": [{"value": _text(item.get("content_html"))}] if _text(item.get("content_html")) else [],
     }
 
 

@@ -40,6 +40,7 @@ class ParsedEntry:
     summary: str
     author: str | None
     published_at: datetime
+    content: str | None = None  # the entry's full content as the feed gives it (content:encoded), HTML, unsanitized
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,7 @@ def _read(body: bytes, feed_url: str, content_type: str | None) -> tuple[Any, li
 class TextLimits:
     title: int
     summary: int
+    content: int = 1_000_000  # characters of an entry's full content kept (a longer one is cut, then sanitized)
 
 
 def guids_usable(raw_entries: list[Any]) -> bool:
@@ -129,7 +131,8 @@ def _entry(raw: Any, *, feed_url: str, fetched_at: datetime, limits: TextLimits,
     guid = str(raw.get("id") or "").strip()
     if url is None and not guid:
         return None
-    summary = html_to_text(raw.get("summary") or _first_content(raw) or "", limits.summary)
+    content = _first_content(raw)
+    summary = html_to_text(raw.get("summary") or content or "", limits.summary)
     title = html_to_text(raw.get("title", ""), limits.title) or _title_from(summary, limits.title) or url or guid
     return ParsedEntry(
         external_id=((guid if use_guid else "") or url or guid)[:2000],
@@ -138,6 +141,7 @@ def _entry(raw: Any, *, feed_url: str, fetched_at: datetime, limits: TextLimits,
         summary=summary,
         author=(raw.get("author") or None),
         published_at=_published(raw, fetched_at),
+        content=content[: limits.content] if content else None,
     )
 
 

@@ -21,6 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.articles import repository as articles
 from app.articles.fingerprints import content_hash
+from app.extraction.repository import save_feed_texts
+from app.extraction.text import ExtractedArticle, feed_text
 from app.ingest.crawl_policy import Bounds, CrawlPolicy, CrawlState, Decision, FailureKind, after_failure, after_success
 from app.ingest.events import announce_articles_added
 from app.ingest.fetch import FetchedFeed, FetchError, FetchPolicy, fetch_feed
@@ -55,6 +57,7 @@ class RefreshOutcome:
     error_class: str | None = None
     retry_in_s: float | None = None  # retry / deferred: run the refresh again after this long
     subscribe: Discovery | None = None  # a WebSub hub to subscribe to, after commit
+    article_text_ids: list[int] = field(default_factory=list)  # new articles whose page to fetch for their text
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,7 @@ class _SourceView:
     name: str = ""
     site_url: str | None = None
     admin_fields: tuple[str, ...] = ()  # what the feed may not rename: see _identity
+    article_text: bool = True  # fetch the pages of articles that come without their full text
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +175,7 @@ async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
             return None
     websub = WebSubView(row.websub_state, row.websub_hub, row.websub_lease_expires_at, row.websub_updated_at)
     view = _SourceView(row.id, row.feed_url, row.etag, row.last_modified, row.min_interval_s, row.max_interval_s,
-                       websub, row.name, row.site_url, tuple(row.admin_fields))  # fmt: skip
+                       websub, row.name, row.site_url, tuple(row.admin_fields), row.article_text)  # fmt: skip
     return _Plan(source=view, state=_state_of(row))
 
 
@@ -246,6 +250,7 @@ async def _store_success(
     entries = parsed.entries if parsed else []
     rows = article_rows(source.id, entries)
     inserted = await articles.insert_new(connection, rows)
+    pages = await _store_texts(connection, settings, source, entries, inserted)
     bounds = Bounds(source.min_interval_s, source.max_interval_s)
     if pushed(source.websub, now):  # the hub brings new entries; polling is only a safety net
         bounds = Bounds(int(settings.websub_poll_hours * 3600), int(settings.websub_poll_hours * 3600))
@@ -273,7 +278,30 @@ async def _store_success(
     await announce_articles_added(connection, source.id, [a.id for a in inserted])
     status = "not_modified" if fetched.not_modified else "fetched"
     subscribe = found if wants_subscription(source.websub, found, settings, now) else None
-    return RefreshOutcome(source.id, status, [a.id for a in inserted], subscribe=subscribe)
+    return RefreshOutcome(source.id, status, [a.id for a in inserted], subscribe=subscribe, article_text_ids=pages)
+
+
+async def _store_texts(
+    connection: AsyncConnection,
+    settings: Settings,
+    source: _SourceView,
+    entries: list[ParsedEntry],
+    inserted: list[articles.InsertedArticle],
+) -> list[int]:
+    """New articles' full text: the feed's own when it has one (sanitized off the loop, for the new entries only),
+    stored now; the articles whose pages are to be fetched for it otherwise (when the source wants that)."""
+    by_id = {e.external_id: e for e in entries}
+    contents = {a.id: content for a in inserted if (content := by_id[a.external_id].content)}
+    from_feed = await _in_parser_thread(_feed_texts, contents, settings.article_feed_text_min_words) if contents else {}
+    await save_feed_texts(connection, from_feed)
+    if not (settings.article_text_enabled and source.article_text):
+        return []
+    return [a.id for a in inserted if a.id not in from_feed and by_id[a.external_id].url]
+
+
+def _feed_texts(contents: dict[int, str], min_words: int) -> dict[int, ExtractedArticle]:
+    found = {article_id: feed_text(content, min_words) for article_id, content in contents.items()}
+    return {article_id: text for article_id, text in found.items() if text is not None}
 
 
 def _identity(source: _SourceView, parsed: ParsedFeed | None) -> dict[str, str]:

@@ -30,8 +30,14 @@ FETCH_FAILURES = Counter(
     ["fetched", "failure"],
 )
 CRAWL_PRIORITY_RAISED = Counter(
-    "newsagg_crawl_priority_raised", "Sources whose crawl priority was raised, by why: breaking, trending, websub.",
+    "newsagg_crawl_priority_raised",
+    "Sources whose crawl priority was raised, by why: breaking, trending, websub.",
     ["reason"],
+)
+ARTICLE_TEXTS = Counter(
+    "newsagg_article_texts",
+    "Article page fetches for their text, by outcome (extracted, empty, failed, not_modified, retry, deferred, "
+    "skipped) and error class.", ["outcome", "error"],
 )  # fmt: skip
 INGESTED = Counter("newsagg_articles_ingested", "New articles stored, by how they came (poll or push).", ["via"])
 UNDERSTOOD = Counter(
@@ -82,6 +88,10 @@ def count_fetch_failure(fetched: str, failure: str) -> None:
 
 def count_priority_raised(reason: str, sources: int) -> None:
     CRAWL_PRIORITY_RAISED.labels(reason).inc(sources)
+
+
+def count_article_text(outcome: str, error_class: str | None) -> None:
+    ARTICLE_TEXTS.labels(outcome, error_class or "").inc()
 
 
 def count_push(new_articles: int) -> None:

@@ -143,6 +143,8 @@ def run_up(settings: Settings, options: UpOptions) -> int:
             env.setdefault("NEWSAGG_POLITENESS_CONCURRENT_PER_SITE", "16")  # every demo feed is on one site
             env.setdefault("NEWSAGG_CRAWL_TICK_SECONDS", "2")
             env.setdefault("NEWSAGG_STORY_MERGE_SECONDS", "10")
+            # the replayed entries link to publishers' pages of years ago: a demo does not fetch them
+            env.setdefault("NEWSAGG_ARTICLE_TEXT_ENABLED", "false")
             demo_floor = {"allow_loopback_sources": True, "crawl_interval_floor_seconds": DEMO_INTERVAL_MINUTES[0] * 60}
             asyncio.run(_register_demo_sources(effective.model_copy(update=demo_floor), demo))
         else:

@@ -9,9 +9,13 @@ from sqlalchemy import text
 
 from app.db.engine import Executor
 
-_DOCUMENTS = text("""
-    SELECT id, title, summary, topics, source_id, language, published_at, cluster_id
-    FROM articles WHERE id = ANY(CAST(:ids AS bigint[]))
+TEXT_CHARS = 20_000  # of an article's full text indexed: enough for any news story, bounded for the index
+
+_DOCUMENTS = text(f"""
+    SELECT a.id, a.title, a.summary, a.topics, a.source_id, a.language, a.published_at, a.cluster_id,
+           left(coalesce(t.text, ''), {TEXT_CHARS}) AS text
+    FROM articles a LEFT JOIN article_texts t ON t.article_id = a.id
+    WHERE a.id = ANY(CAST(:ids AS bigint[]))
 """)
 
 _SINCE = text("""
@@ -23,7 +27,7 @@ _ALL = text("SELECT id FROM articles WHERE id > :after ORDER BY id LIMIT :limit"
 def document(row: Any) -> dict[str, Any]:
     """One article as an index document: filterable fields by the names the index settings use."""
     return {
-        "id": row.id, "title": row.title, "summary": row.summary, "topics": list(row.topics or ()),
+        "id": row.id, "title": row.title, "summary": row.summary, "text": row.text, "topics": list(row.topics or ()),
         "source": row.source_id, "language": row.language or "", "published_at": int(row.published_at.timestamp()),
         "story": row.cluster_id, "group": f"s{row.cluster_id}" if row.cluster_id is not None else f"a{row.id}",
     }  # fmt: skip

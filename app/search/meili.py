@@ -1,11 +1,11 @@
 """Search on Meilisearch, through the official client (synchronous, so each call runs in a worker thread).
 
-The index holds one document per article (app/search/documents.py). Its settings: title and summary searchable
-(title first), topics, source, language, published_at and story filterable, published_at sortable, and the default
-ranking rules with recency (`published_at:desc`) last, so of equally good matches the newest comes first. Highlights
-come from `_formatted`, marked with the same private-use characters as PostgreSQL's, so both backends return the
-same escaped HTML. One hit per story is Meilisearch's `distinct` on `group` (the story, or the article alone); how
-many of a story's articles matched comes from one facet count over the page's stories.
+The index holds one document per article (app/search/documents.py). Its settings: title, summary and full text
+searchable (in that order), topics, source, language, published_at and story filterable, published_at sortable, and
+the default ranking rules with recency (`published_at:desc`) last, so of equally good matches the newest comes first.
+Highlights come from `_formatted`, marked with the same private-use characters as PostgreSQL's, so both backends
+return the same escaped HTML. One hit per story is Meilisearch's `distinct` on `group` (the story, or the article
+alone); how many of a story's articles matched comes from one facet count over the page's stories.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from app.search.query import (
 T = TypeVar("T")
 
 SETTINGS: dict[str, Any] = {
-    "searchableAttributes": ["title", "summary"],
+    "searchableAttributes": ["title", "summary", "text"],
     "filterableAttributes": ["id", "topics", "source", "language", "published_at", "story", "group"],
     "sortableAttributes": ["published_at"],
     "rankingRules": ["words", "typo", "proximity", "attribute", "sort", "exactness", "published_at:desc"],

@@ -84,6 +84,9 @@ class Source(Base):
     websub_secret: Mapped[str | None] = mapped_column(String(128))
     websub_lease_expires_at: Mapped[datetime | None]
     websub_updated_at: Mapped[datetime | None]
+    # fetch each article's page for its full text when the feed carries only a summary (a feed's own full text,
+    # content:encoded, is always used without a fetch)
+    article_text: Mapped[bool] = mapped_column(default=True, server_default=text("true"))
     # the columns an administrator chose (name, site_url); the others follow the feed's own title and link
     admin_fields: Mapped[list[str]] = mapped_column(
         ARRAY(String(32)), default=list, server_default=text("'{}'::varchar[]")

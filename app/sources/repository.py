@@ -233,7 +233,8 @@ async def adopt_claim(db: Executor, source_id: int, *, worker_id: str, claimed_a
 REFRESH_COLUMNS = (
     Source.id, Source.feed_url, Source.etag, Source.last_modified, Source.status, Source.min_interval_s,
     Source.max_interval_s, Source.websub_state, Source.websub_hub, Source.websub_lease_expires_at,
-    Source.websub_updated_at, Source.name, Source.site_url, Source.admin_fields, CrawlSchedule.articles_per_hour,
+    Source.websub_updated_at, Source.name, Source.site_url, Source.admin_fields, Source.article_text,
+    CrawlSchedule.articles_per_hour,
     CrawlSchedule.hourly_histogram,
     CrawlSchedule.last_fetched_at, CrawlSchedule.consecutive_failures, CrawlSchedule.gone_streak,
     CrawlSchedule.throttle_streak, CrawlSchedule.circuit, CrawlSchedule.redirect_url, CrawlSchedule.redirect_streak,

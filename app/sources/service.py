@@ -112,6 +112,7 @@ class SourceChange:
     min_interval_minutes: float | None = None
     max_interval_minutes: float | None = None
     status: SourceStatus | None = None  # active (resumed with a fresh start) or paused
+    article_text: bool | None = None  # fetch its articles' pages for their text
 
 
 async def change_source(session: AsyncSession, source_id: int, change: SourceChange, *, by_admin: bool) -> Source:
@@ -154,4 +155,6 @@ def _checked_change(source: Source, change: SourceChange) -> dict[str, object]:
         if change.status not in (SourceStatus.ACTIVE, SourceStatus.PAUSED):
             raise SourceRejected(SourceErrorCode.INVALID, "a source is set active or paused", "status")
         values["status"] = change.status
+    if change.article_text is not None:
+        values["article_text"] = change.article_text
     return values

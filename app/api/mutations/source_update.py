@@ -32,6 +32,9 @@ class SourceUpdateInput:
     status: SourceStatusEnum | None = strawberry.field(  # type: ignore[valid-type]
         default=None, description="PAUSED stops crawling; ACTIVE resumes it with a fresh start."
     )
+    article_text: bool | None = strawberry.field(
+        default=None, description="Fetch its articles' pages for their full text (when the feed has only summaries)."
+    )
 
 
 @strawberry.type(description="Why sourceUpdate changed nothing.")
@@ -52,7 +55,7 @@ async def source_update(info: Info, id: relay.GlobalID, input: SourceUpdateInput
     change = SourceChange(
         name=input.name, site_url=input.site_url, category=input.category, language=input.language,
         authority=input.authority, min_interval_minutes=input.min_interval_minutes,
-        max_interval_minutes=input.max_interval_minutes, status=input.status,
+        max_interval_minutes=input.max_interval_minutes, status=input.status, article_text=input.article_text,
     )  # fmt: skip
     try:
         admin = await require_source_admin(info)

@@ -13,10 +13,12 @@ from app.api.context import Info
 from app.api.filters import topics_of
 from app.api.relay import load_nodes
 from app.api.scalars import BigInt
+from app.api.types.article_text import ArticleTextNode
 from app.api.types.entity import EntityNode
 from app.api.types.enums import TopicEnum
 from app.api.types.source import SourceNode
 from app.articles.models import Article
+from app.extraction.text import reading_minutes
 
 if TYPE_CHECKING:
     from app.api.types.story import StoryNode
@@ -65,6 +67,23 @@ class ArticleNode(relay.Node):
                                   "first.")  # fmt: skip
     async def entities(self, info: Info) -> list[EntityNode]:
         return [EntityNode.of(e) for e in await info.context.loaders.entities_by_article.load(self.id)]
+
+    @strawberry.field(description="Its full text, cleaned: the feed's own (content:encoded) or, when the feed has "
+                                  "only a summary, extracted from its page. Null until fetched, or when none was "
+                                  "found.")  # fmt: skip
+    async def text(self, info: Info) -> ArticleTextNode | None:
+        row = await info.context.loaders.text_by_article.load(self.id)
+        return ArticleTextNode.from_model(row) if row else None
+
+    @strawberry.field(description="The URL of its lead image, as its page names it (null without one).")
+    async def image(self, info: Info) -> str | None:
+        row = await info.context.loaders.text_by_article.load(self.id)
+        return row.image if row else None
+
+    @strawberry.field(description="Minutes to read its full text at 230 words a minute (null without the text).")
+    async def reading_time_minutes(self, info: Info) -> int | None:
+        row = await info.context.loaders.text_by_article.load(self.id)
+        return reading_minutes(row.word_count) if row else None
 
     @strawberry.field(description="The source that published this article.")
     async def source(self, info: Info) -> SourceNode:

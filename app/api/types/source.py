@@ -49,6 +49,10 @@ class SourceNode(relay.Node):
     authority: float = strawberry.field(description="Credibility from 0 to 1; ranks the source's stories.")
     status: SourceStatusEnum  # type: ignore[valid-type]
     created_at: datetime
+    article_text: bool = strawberry.field(
+        description="Whether the pages of its articles are fetched for their full text when the feed carries only a "
+        "summary (a feed's own full text is used either way)."
+    )
 
     @strawberry.field(description="Scheduling and health of this source's crawl.")
     async def crawl(self, info: Info) -> CrawlState | None:
@@ -68,6 +72,7 @@ class SourceNode(relay.Node):
             authority=row.authority,
             status=row.status,
             created_at=row.created_at,
+            article_text=row.article_text,
         )
 
     @classmethod

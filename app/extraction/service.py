@@ -1,0 +1,96 @@
+"""Fetching one article's page for its text: through the feed fetcher (SSRF guard, size cap, redirects, conditional
+GET) after politeness admits it (robots.txt, the host's rate), extracted in a process apart (app/extraction/pool.py),
+stored once.
+
+Like a refresh, it never sleeps: a politeness wait or a transient error comes back as an outcome the job turns into
+a deferred job. A page that cannot be had (robots.txt, 404, too large, no article in it) is stored as such and not
+sought again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.entities import repository as entities
+from app.extraction import repository as texts
+from app.extraction.pool import ExtractionCrashed, read_page_apart
+from app.ingest.addresses import AddressRefused, check_url_target
+from app.ingest.fetch import FetchError, FetchPolicy, fetch_feed
+from app.ingest.politeness import Politeness
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TextOutcome:
+    article_id: int
+    status: str  # extracted | empty | failed | not_modified | skipped | retry | deferred
+    error_class: str | None = None
+    retry_in_s: float | None = None
+
+
+async def fetch_article_text(
+    db: AsyncEngine,
+    http: httpx.AsyncClient,
+    politeness: Politeness,
+    settings: Settings,
+    article_id: int,
+    *,
+    attempt: int = 1,
+    admitted: bool = False,
+) -> TextOutcome:
+    async with db.connect() as connection:
+        target = await texts.fetch_target(connection, article_id)
+    if target is None or target.url is None or not (target.wanted and settings.article_text_enabled) or target.has_text:
+        return TextOutcome(article_id, "skipped")
+    try:  # before robots.txt is asked: a page on a private address is refused as such, not as robots' refusal
+        await check_url_target(target.url, allow_loopback=settings.allow_loopback_sources)
+    except AddressRefused as refused:
+        return await _failed(db, target, FetchError("address_refused", str(refused)))
+    if not admitted:
+        admission = await politeness.admit(target.url)
+        if not admission.allowed:
+            error = FetchError(admission.error_class or "robots_disallowed", admission.reason or "disallowed")
+            delays = settings.crawl_retry_delays_seconds
+            if error.error_class != "robots_disallowed" and attempt <= len(delays):  # robots.txt unreachable: for now
+                return TextOutcome(article_id, "retry", error.error_class, retry_in_s=delays[attempt - 1])
+            return await _failed(db, target, error)
+        if admission.wait_s > 0:
+            return TextOutcome(article_id, "deferred", retry_in_s=admission.wait_s)
+    policy = FetchPolicy(settings.article_max_bytes, settings.fetch_max_redirects)
+    try:
+        async with politeness.slot(target.url) as held:  # the site's cap on requests in flight counts pages too
+            if not held:
+                return TextOutcome(article_id, "deferred", retry_in_s=settings.politeness_slot_retry_seconds)
+            page = await fetch_feed(http, target.url, policy, etag=target.etag, last_modified=target.last_modified)
+    except FetchError as error:
+        if error.throttled:  # a 429/503 on a page slows the whole site, its feeds included
+            await politeness.back_off(target.url, error.retry_after_s)
+        delays = settings.crawl_retry_delays_seconds
+        if (error.transient or error.throttled) and attempt <= len(delays):
+            wait = max(delays[attempt - 1], error.retry_after_s or 0.0)
+            return TextOutcome(article_id, "retry", error.error_class, retry_in_s=wait)
+        return await _failed(db, target, error)
+    if page.not_modified:
+        return TextOutcome(article_id, "not_modified")
+    try:
+        found, named = await read_page_apart(page.body, page.final_url, target.title, target.declared_language)
+    except ExtractionCrashed as crashed:
+        return await _failed(db, target, FetchError("extraction_crashed", str(crashed)))
+    async with db.begin() as connection:
+        await texts.save_page_text(connection, article_id, found, error_class=None if found else "empty",
+                                   etag=page.etag, last_modified=page.last_modified)  # fmt: skip
+        await entities.save(connection, {article_id: named})
+    return TextOutcome(article_id, "extracted" if found else "empty", None if found else "empty")
+
+
+async def _failed(db: AsyncEngine, target: texts.FetchTarget, error: FetchError) -> TextOutcome:
+    log.info("article %s (%s): no text: %s: %s", target.article_id, target.url, error.error_class, error)
+    async with db.begin() as connection:
+        await texts.save_page_text(connection, target.article_id, None, error_class=error.error_class)
+    return TextOutcome(target.article_id, "failed", error.error_class)
