@@ -26,7 +26,13 @@ STORED = [
     ("already", "https://news.example/kept", 1, 7, 0, 1),
 ]
 SOURCE = text("""INSERT INTO sources (feed_url, name, kind, min_interval_s, max_interval_s, status)
-                 VALUES ('http://127.0.0.1:9/feed', 'Feed', 'rss', 300, 3600, 'active') RETURNING id""")
+                 VALUES (:url, 'Feed', 'rss', 300, 3600, 'active') RETURNING id""")
+# (feed URL as stored, as it is after 0017): the second and third become one, and the third stays as it was
+FEEDS = [
+    ("http://127.0.0.1:9/feed", "http://127.0.0.1:9/feed"),
+    ("https://news.example/rss?b=1&a=2", "https://news.example/rss?a=2&b=1"),
+    ("https://news.example/./rss?a=2&b=1", "https://news.example/./rss?a=2&b=1"),
+]
 STORY = text("""INSERT INTO story_clusters (id, title, centroid, centroid_norm, revision, article_count)
                 VALUES (:id, 'Story', '{}', 0, nextval('story_revision_seq'), 0)""")
 ARTICLE = text("""
@@ -48,7 +54,7 @@ ENTITY = text("""INSERT INTO article_entities (article_id, key, name, kind, ment
 async def stored_newsroom(engine: AsyncEngine) -> dict[str, int]:
     """Given articles stored under 0016 with the URLs of the old rules, read, named and in stories."""
     async with engine.begin() as connection:
-        source = await connection.scalar(SOURCE)
+        source, *_ = [await connection.scalar(SOURCE, {"url": stored}) for stored, _ in FEEDS]
         for story in (1, 2, 3):
             await connection.execute(STORY, {"id": story})
         ids = {}
@@ -107,6 +113,8 @@ async def test_merges_keep_the_oldest_with_everything_the_copies_had(scratch_eng
         1: (2, ids["dots old"]), 2: (1, ids["idn punycode"]), 3: (1, ids["order a"])}  # fmt: skip
     updates = await rows(scratch_engine, "SELECT payload FROM outbox WHERE topic = :topic", topic=STORY_UPDATED_TOPIC)
     assert {u.payload["story_id"] for u in updates} == {2, 3}  # subscribers hear of the stories that changed
+    feeds = await rows(scratch_engine, "SELECT feed_url FROM sources ORDER BY id")
+    assert [f.feed_url for f in feeds] == [after for _, after in FEEDS]
 
 
 async def test_a_second_run_changes_nothing(scratch_engine: AsyncEngine) -> None:
@@ -116,7 +124,7 @@ async def test_a_second_run_changes_nothing(scratch_engine: AsyncEngine) -> None
     before = await rows(scratch_engine, "SELECT * FROM articles ORDER BY id")
     async with scratch_engine.begin() as connection:
         again = await renormalize_article_urls(connection)
-    assert again == Renormalized(rewritten=0, merged=0, stories=0)
+    assert again == Renormalized(rewritten=0, merged=0, stories=0, sources=0, sources_left=(3,))
     assert await rows(scratch_engine, "SELECT * FROM articles ORDER BY id") == before
 
 

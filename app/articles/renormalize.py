@@ -1,5 +1,7 @@
 """Stored article URLs normalized again after the rules changed (migration 0017); articles whose URLs become one are
 merged into the oldest, which takes over their engagement, story, entities and copies, and the others are deleted.
+Sources' feed URLs are normalized again too, unless another source already has the new one (two sources are not
+merged: each has its own settings and schedule; the pair is logged for an administrator to delete one).
 
 Idempotent: a second run finds every URL already in normal form and changes nothing.
 """
@@ -69,6 +71,9 @@ _MERGE = [text(statement) for statement in (
 )]  # fmt: skip
 _DELETE_COPIES = text("DELETE FROM articles a USING url_merges m WHERE a.id = m.copy RETURNING a.cluster_id")
 # An article known by its URL (a feed without usable GUIDs) keeps being known by it
+_SOURCES = text("SELECT id, feed_url FROM sources ORDER BY id")
+_REWRITE_SOURCE = text("""UPDATE sources SET feed_url = :url
+                          WHERE id = :id AND NOT EXISTS (SELECT FROM sources WHERE feed_url = :url)""")
 _REWRITE = text("""
     UPDATE articles a SET url = c.url, external_id = CASE
         WHEN a.external_id = a.url AND NOT EXISTS (
@@ -83,6 +88,8 @@ class Renormalized:
     rewritten: int  # articles whose URL changed and that were kept
     merged: int  # articles merged into an older one with the same URL, then deleted
     stories: int  # stories that lost a merged article and were counted again
+    sources: int = 0  # sources whose feed URL changed
+    sources_left: tuple[int, ...] = ()  # sources whose new feed URL another source has: left as they were
 
 
 async def renormalize_article_urls(db: Executor) -> Renormalized:
@@ -100,7 +107,21 @@ async def renormalize_article_urls(db: Executor) -> Renormalized:
     deleted = await delete_articles(db, _DELETE_COPIES, {}, [])
     rewritten = await db.execute(_REWRITE)
     await db.execute(_DROP_TABLES)
-    return Renormalized(int(getattr(rewritten, "rowcount", 0) or 0), deleted.articles, len(deleted.stories))
+    sources, left = await _renormalize_sources(db)
+    return Renormalized(int(getattr(rewritten, "rowcount", 0) or 0), deleted.articles, len(deleted.stories),
+                        sources, left)  # fmt: skip
+
+
+async def _renormalize_sources(db: Executor) -> tuple[int, tuple[int, ...]]:
+    rewritten, left = 0, []
+    for source in list(await db.execute(_SOURCES)):
+        if (url := _normalized(source.feed_url)) in (source.feed_url, None):
+            continue
+        if getattr(await db.execute(_REWRITE_SOURCE, {"id": source.id, "url": url}), "rowcount", 0):
+            rewritten += 1
+        else:
+            left.append(source.id)
+    return rewritten, tuple(left)
 
 
 async def _stored_urls(db: Executor) -> AsyncIterator[list[tuple[int, str]]]:

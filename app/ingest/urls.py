@@ -3,6 +3,7 @@
 RFC 3986 normalization (case, percent-encoding, dot segments, default port, IDN hosts to punycode) is url-normalize's;
 ours are the rules on top: http(s) only, no credentials, no fragment, no tracking parameters, and query parameters
 in a stable order by name (the values of a repeated name keep their order, so `?tag=a&tag=b` still means the same).
+url-normalize also merges empty path segments (`/a//b` is `/a/b`), as nginx and Apache do by default.
 """
 
 from __future__ import annotations

@@ -25,8 +25,11 @@ def upgrade() -> None:
     # migrations run inside the async engine's run_sync: the merge (async, as all newsagg SQL is) awaits through it
     bind = op.get_bind()
     done = await_only(renormalize_article_urls(AsyncConnection(AsyncEngine(bind.engine), bind)))
-    log.info("article URLs normalized again: %d rewritten, %d merged into an older article, %d stories repaired",
-             done.rewritten, done.merged, done.stories)  # fmt: skip
+    log.info("article URLs normalized again: %d rewritten, %d merged into an older article, %d stories repaired; "
+             "%d source feed URLs rewritten", done.rewritten, done.merged, done.stories, done.sources)  # fmt: skip
+    if done.sources_left:
+        log.warning("sources %s keep their feed URL: another source has it in normal form (delete one of the two)",
+                    ", ".join(map(str, done.sources_left)))  # fmt: skip
 
 
 def downgrade() -> None:
