@@ -194,11 +194,14 @@ def main(argv: list[str] | None = None) -> None:
         from app.observability.multiprocess import share_folder
 
         share_folder(settings.metrics_folder)  # before anything imports prometheus_client
+    from app.runtime.embedded import DataFromAnotherMajor
     from app.runtime.first_start import FirstStartFailed  # after share_folder: it imports metrics
+    from app.runtime.servers_file import RunningElsewhere
+    from app.runtime.supervisor import HomeInUse
 
     try:
         sys.exit(_run(args, settings) or 0)
-    except FirstStartFailed as error:
+    except (FirstStartFailed, DataFromAnotherMajor, RunningElsewhere, HomeInUse) as error:
         print(f"newsagg {args.command}: {error}", file=sys.stderr)
         sys.exit(1)
 

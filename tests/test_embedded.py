@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from app.runtime.processes import free_port
-from tests.conftest import REPO, document
+from tests.conftest import REPO, document, newsagg
 
 pytestmark = pytest.mark.embedded
 QUERY_TIMEOUT_S = 90
@@ -119,6 +119,29 @@ def test_up_serves_demo_articles_and_sigterm_stops_the_whole_tree(up_run: tuple[
     process.send_signal(signal.SIGTERM)
     assert process.wait(60) == 0, log.read_text()[-3000:]
     assert _wait_gone(pids) == {}, log.read_text()[-3000:]
+
+
+def test_commands_use_the_servers_of_the_running_up(up_run: tuple[Path, int, Path, Path]) -> None:
+    home, port, demo, log = up_run
+    process = _up(home, port, demo, log)
+    _wait_for_articles(port, process, log)
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")} | {"NEWSAGG_HOME": str(home)}
+    postgres_pid = _tree_pids(home)["postgres"]
+
+    exported = newsagg("opml", "export", env=env)
+    admin = [sys.executable, "-m", "app", "users", "create-admin", "ops@example.com"]
+    created = subprocess.run(admin, cwd=REPO, env=env, input="a long enough password\n", capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+
+    assert exported.returncode == 0, exported.stderr
+    assert '<outline text="demo">' in exported.stdout  # the demo's sources
+    assert "xmlUrl=" in exported.stdout
+    assert created.returncode == 0, created.stderr
+    assert _tree_pids(home)["postgres"] == postgres_pid  # the same server, no second one on the same data
+    assert (home / "newsagg.lock").read_text() == str(process.pid)  # trying the lock did not erase its holder
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(60) == 0, log.read_text()[-3000:]
+    assert not (home / "servers.json").exists()
 
 
 def test_a_killed_supervisor_leaves_nothing_that_blocks_the_next_start(up_run: tuple[Path, int, Path, Path]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 
 import httpx
@@ -13,7 +14,7 @@ from sqlalchemy import func, select
 from app.services import Services
 from app.settings import Settings
 from app.sources.models import Source
-from app.sources.opml import OpmlError, OpmlFeed, read_opml, write_opml
+from app.sources.opml import OpmlError, OpmlFeed, UnsafeXml, read_opml, write_opml
 from app.sources.portability import default_sources_opml, import_opml, load_default_sources
 from tests.conftest import GraphQLClient, newsagg
 from tests.newsroom import administrator
@@ -51,12 +52,36 @@ def test_unreadable_opml(document: bytes) -> None:
         read_opml(document)
 
 
-def test_entity_bombs_are_defused() -> None:
-    levels = '<!ENTITY a0 "x">' + "".join(f'<!ENTITY a{i} "{("&a" + str(i - 1) + ";") * 10}">' for i in range(1, 9))
-    bomb = f'<?xml version="1.0"?><!DOCTYPE opml [{levels}]><opml><body><outline text="&a8;" xmlUrl="http://x/"/>' \
-           "</body></opml>"  # fmt: skip
-    with pytest.raises(OpmlError):  # the entity is undefined once the DTD is gone: an error, not 100 MB
-        read_opml(bomb.encode())
+def attack(subset: str, body: str = "<outline text='x' xmlUrl='http://x/'/>", before: str = "") -> bytes:
+    return f'<?xml version="1.0"?>{before}<!DOCTYPE opml [{subset}]><opml><body>{body}</body></opml>'.encode()
+
+
+LAUGHS = '<!ENTITY a0 "lol">' + "".join(f'<!ENTITY a{i} "{("&a" + str(i - 1) + ";") * 10}">' for i in range(1, 10))
+XML_ATTACKS = {  # name: (document, what the refusal says)
+    "billion laughs": (attack(LAUGHS, "<outline text='&a9;' xmlUrl='http://x/'/>"), "entity 'a0'"),
+    "quadratic blowup": (attack(f'<!ENTITY a "{"x" * 50_000}">', "<outline text='" + "&a;" * 50_000 + "'/>"),
+                         "entity 'a'"),
+    "external entity, file": (attack('<!ENTITY x SYSTEM "file:///etc/passwd">', "<outline text='&x;'/>"),
+                              "entity 'x' from file:///etc/passwd"),
+    "external entity, http": (attack('<!ENTITY x SYSTEM "http://127.0.0.1:9/x">', "<outline text='&x;'/>"),
+                              "entity 'x' from http://127.0.0.1:9/x"),
+    "external parameter entity": (attack('<!ENTITY % dtd SYSTEM "http://127.0.0.1:9/evil.dtd"> %dtd;'),
+                                  "entity 'dtd' from http://127.0.0.1:9/evil.dtd"),
+    "DOCTYPE after a 4 KB comment": (attack(LAUGHS, "<outline text='&a9;'/>", before="<!--" + "c" * 4200 + "-->"),
+                                     "entity 'a0'"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", XML_ATTACKS)
+def test_xml_attacks_are_refused_by_name(name: str) -> None:
+    document, said = XML_ATTACKS[name]
+    with pytest.raises(UnsafeXml, match=f"entity declarations are refused \\({re.escape(said)}"):
+        read_opml(document)
+
+
+def test_a_plain_doctype_is_still_read() -> None:
+    document = b'<?xml version="1.0"?><!DOCTYPE opml SYSTEM "http://127.0.0.1:9/opml.dtd">' + SAMPLE.split(b"?>", 1)[1]
+    assert len(read_opml(document)) == len(read_opml(SAMPLE))
 
 
 def test_the_default_list_is_valid() -> None:
@@ -81,6 +106,8 @@ async def test_import_through_the_api_then_export(gql: GraphQLClient, services: 
         "http://127.0.0.1:9/a.xml", "http://127.0.0.1:9/b.xml", "http://127.0.0.1:9/c.xml"}  # fmt: skip
     broken = (await admin.run("SourcesImport", opml="<nope"))["sourcesImport"]
     assert broken["errors"][0]["code"] == "INVALID"
+    bomb = (await admin.run("SourcesImport", opml=XML_ATTACKS["billion laughs"][0].decode()))["sourcesImport"]
+    assert (bomb["errors"][0]["code"], bomb["created"]) == ("UNSAFE_XML", [])
 
 
 async def test_a_lists_free_text_is_tidied_not_refused(services: Services, settings: Settings) -> None:
@@ -114,6 +141,11 @@ async def test_cli_import_and_export(services: Services, settings: Settings, tmp
     assert "3 added, 0 already present, 2 refused" in imported.stdout
     exported = await asyncio.to_thread(newsagg, "opml", "export", env=env)
     assert len(read_opml(exported.stdout.encode())) == 3
+    (tmp_path / "bomb.opml").write_bytes(XML_ATTACKS["external entity, file"][0])
+    refused = await asyncio.to_thread(newsagg, "opml", "import", str(tmp_path / "bomb.opml"), env=env)
+    assert refused.returncode == 1
+    assert "entity declarations are refused (entity 'x' from file:///etc/passwd)" in refused.stderr
+    assert "Traceback" not in refused.stderr
 
 
 async def test_oversized_request_bodies_are_refused(api_url: str, services: Services, settings: Settings) -> None:

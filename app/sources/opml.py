@@ -7,11 +7,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime
 
-from app.ingest.parse import strip_doctype
+import defusedxml.ElementTree as SafeET
+from defusedxml import DefusedXmlException, EntitiesForbidden
 
 
 class OpmlError(ValueError):
     """Not an OPML document we can read."""
+
+
+class UnsafeXml(OpmlError):
+    """A document declaring entities (the stuff of entity bombs and of reading local files) or external references."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +30,14 @@ class OpmlFeed:
 
 
 def read_opml(document: bytes) -> list[OpmlFeed]:
+    """Parsed by defusedxml: a DOCTYPE is allowed, entity declarations and external references anywhere are not."""
     try:
-        root = ET.fromstring(strip_doctype(document))
+        root = SafeET.fromstring(document)
+    except EntitiesForbidden as error:
+        origin = f" from {error.sysid}" if error.sysid else ""
+        raise UnsafeXml(f"entity declarations are refused (entity {error.name!r}{origin})") from error
+    except DefusedXmlException as error:
+        raise UnsafeXml(f"refused: {error}") from error
     except ET.ParseError as error:
         raise OpmlError(f"not well-formed XML: {error}") from error
     body = root.find("body")

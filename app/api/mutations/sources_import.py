@@ -9,7 +9,7 @@ from app.api.context import Info
 from app.api.mutations.source_create import SourceErrorCodeEnum
 from app.api.types.source import SourceNode
 from app.sources.errors import SourceErrorCode, SourceRejected
-from app.sources.opml import OpmlError
+from app.sources.opml import OpmlError, UnsafeXml
 from app.sources.portability import import_opml
 
 
@@ -34,7 +34,8 @@ async def sources_import(info: Info, opml: str) -> SourcesImportPayload:
         async with services.db.begin() as session:
             report = await import_opml(session, services.settings, opml.encode(), authority=admin)
     except OpmlError as error:
-        return _refused(SourceRejected(SourceErrorCode.INVALID, str(error), "opml"))
+        code = SourceErrorCode.UNSAFE_XML if isinstance(error, UnsafeXml) else SourceErrorCode.INVALID
+        return _refused(SourceRejected(code, str(error), "opml"))
     except SourceRejected as error:
         return _refused(error)
     return SourcesImportPayload(
