@@ -1,0 +1,158 @@
+"""The raw fetch archive: a successful fetch keeps its body, `newsagg fetch show` says what it received and produced,
+`newsagg replay` parses archived bodies again and stores what changed, once."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, func, select, update
+
+from app.archive import repository
+from app.archive.compression import DamagedBody, compress, decompress
+from app.archive.models import ArchivedFetch, FetchedArticle
+from app.articles.models import Article
+from app.services import Services
+from app.settings import Settings
+from app.sources.models import CrawlSchedule, FetchLog
+from app.sources.service import SourceRequest, create_source
+from tests.conftest import newsagg
+from tests.feeds import FeedServer, Reply, items, rss
+
+BODY = rss(items(3))
+
+
+async def _source(services: Services, settings: Settings, url: str) -> int:
+    async with services.db.begin() as session:
+        return (await create_source(session, settings, SourceRequest(feed_url=url, name="World Desk"))).id
+
+
+async def _count(services: Services, model: Any) -> int:
+    async with services.db() as session:
+        return int(await session.scalar(select(func.count()).select_from(model)) or 0)
+
+
+async def _crawled(services: Services, settings: Settings, feed_server: FeedServer, crawl: Any) -> tuple[int, int]:
+    """A source serving BODY (ETag "v1"), crawled once: (source id, fetch id)."""
+
+    def conditional(handler: Any) -> Reply:
+        if handler.headers.get("If-None-Match") == '"v1"':
+            return Reply(304, b"", {"ETag": '"v1"'})
+        return Reply(200, BODY, {"ETag": '"v1"', "Content-Type": "application/rss+xml", "X-Served-By": "wire-3"})
+
+    feed_server.routes["/wire.xml"] = conditional
+    source_id = await _source(services, settings, feed_server.url("/wire.xml"))
+    await crawl()
+    async with services.db() as session:
+        return source_id, int(await session.scalar(select(FetchLog.id)) or 0)
+
+
+def _cli(settings: Settings, *args: str) -> Any:
+    return newsagg(*args, env={**os.environ, "DATABASE_URL": str(settings.database_url)})
+
+
+async def test_a_fetch_keeps_its_body_and_headers_and_shows_what_it_produced(
+    services: Services, settings: Settings, feed_server: FeedServer, crawl: Any
+) -> None:
+    _, fetch_id = await _crawled(services, settings, feed_server, crawl)
+
+    shown = _cli(settings, "fetch", "show", str(fetch_id))
+    body = newsagg("fetch", "show", str(fetch_id), "--body",
+                   env={**os.environ, "DATABASE_URL": str(settings.database_url)})  # fmt: skip
+
+    assert shown.returncode == 0, shown.stderr
+    assert "HTTP 200" in shown.stdout
+    assert "x-served-by: wire-3" in shown.stdout
+    assert "produced 3 articles:" in shown.stdout
+    assert [line.split()[0] for line in shown.stdout.splitlines() if "Story" in line] == ["new"] * 3
+    assert body.stdout == BODY.decode()
+    async with services.db() as session:
+        archived = (await session.execute(select(ArchivedFetch))).scalar_one()
+    assert (archived.id, archived.raw_bytes, archived.status_code) == (fetch_id, len(BODY), 200)
+    assert len(archived.body) < len(BODY)
+
+
+async def test_a_not_modified_fetch_archives_nothing(
+    services: Services, settings: Settings, feed_server: FeedServer, crawl: Any
+) -> None:
+    await _crawled(services, settings, feed_server, crawl)
+    async with services.db.begin() as session:
+        await session.execute(update(CrawlSchedule).values(next_crawl_at=datetime.now(UTC) - timedelta(seconds=1)))
+
+    await crawl()
+
+    assert (await _count(services, FetchLog), await _count(services, ArchivedFetch)) == (2, 1)
+    async with services.db() as session:
+        second = await session.scalar(select(func.max(FetchLog.id)))
+    shown = _cli(settings, "fetch", "show", str(second))
+    assert "body: not archived" in shown.stdout
+    assert "produced no article" in shown.stdout
+
+
+async def test_replay_stores_what_todays_parser_reads_and_a_second_replay_stores_nothing(
+    services: Services, settings: Settings, feed_server: FeedServer, crawl: Any
+) -> None:
+    source_id, fetch_id = await _crawled(services, settings, feed_server, crawl)
+    async with services.db.begin() as session:  # as an older parser had read them: one entry missed, one misread
+        await session.execute(delete(Article).where(Article.title == "Story 0"))
+        await session.execute(update(Article).where(Article.title == "Story 1").values(summary="garbled"))
+    since = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
+
+    first = _cli(settings, "replay", "--source", str(source_id), "--since", since)
+    second = _cli(settings, "replay", "--source", str(source_id), "--since", since)
+
+    assert first.returncode == 0, first.stderr
+    assert "replayed 1 archived fetches" in first.stdout
+    assert _figures(first.stdout) == {"items seen": 3, "new articles": 1, "updated": 1, "unchanged": 1,
+                                      "parse errors": 0}  # fmt: skip
+    assert f"from fetch {fetch_id}: summary" in first.stdout
+    assert _figures(second.stdout) == {"items seen": 3, "new articles": 0, "updated": 0, "unchanged": 3,
+                                       "parse errors": 0}  # fmt: skip
+    assert "\r" not in first.stdout + first.stderr  # no progress bar drawn into a pipe
+    async with services.db() as session:
+        summaries = set(await session.scalars(select(Article.summary)))
+        changes = sorted(await session.scalars(select(FetchedArticle.change)))
+    assert summaries == {"Summary of Story 0", "Summary of Story 1", "Summary of Story 2"}
+    assert changes == ["new", "new", "new", "updated"]  # Story 0's first link went with it: the replay's is new
+
+
+async def test_replay_counts_a_body_todays_parser_cannot_read(
+    services: Services, settings: Settings, feed_server: FeedServer, crawl: Any
+) -> None:
+    source_id, _ = await _crawled(services, settings, feed_server, crawl)
+    async with services.db.begin() as session:
+        log = FetchLog(source_id=source_id, status_code=200, duration_ms=1, bytes=20, items_seen=0, items_new=0)
+        session.add(log)
+        await session.flush()
+        await repository.add(session, id=log.id, source_id=source_id, url="http://127.0.0.1:9/x", status_code=200,
+                             headers={"content-type": "text/html"}, raw_bytes=20,
+                             body=compress(b"<html><body>Oops</body></html>", level=3))  # fmt: skip
+
+    replayed = _cli(settings, "replay", "--source", str(source_id), "--since", "2000-01-01")
+
+    assert _figures(replayed.stdout)["parse errors"] == 1
+    assert _figures(replayed.stdout)["unchanged"] == 3
+
+
+async def test_replay_of_an_unknown_source_says_so(services: Services, settings: Settings) -> None:
+    replayed = _cli(settings, "replay", "--source", "999", "--since", "2026-01-01")
+    shown = _cli(settings, "fetch", "show", "999")
+
+    assert (replayed.returncode, shown.returncode) == (1, 1)
+    assert "no source 999" in replayed.stderr
+    assert "no fetch 999" in shown.stderr
+
+
+def test_a_damaged_body_fails_loudly() -> None:
+    frame = compress(BODY, level=3)
+    assert decompress(frame) == BODY
+    with pytest.raises(DamagedBody):
+        decompress(frame[:-4] + b"\0\0\0\0")  # its checksum no longer matches
+
+
+def _figures(summary: str) -> dict[str, int]:
+    names = ("items seen", "new articles", "updated", "unchanged", "parse errors")
+    return {line[:14].strip(): int(line[14:].replace(",", "")) for line in summary.splitlines()
+            if line[:14].strip() in names}  # fmt: skip
