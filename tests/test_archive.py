@@ -118,6 +118,42 @@ async def test_replay_stores_what_todays_parser_reads_and_a_second_replay_stores
     assert changes == ["new", "new", "new", "updated"]  # Story 0's first link went with it: the replay's is new
 
 
+async def test_replay_compares_an_entry_edited_between_fetches_with_its_first_version(
+    services: Services, settings: Settings, feed_server: FeedServer, crawl: Any
+) -> None:
+    source_id, _ = await _crawled(services, settings, feed_server, crawl)
+    edited = items(3)
+    edited[1].summary = "Corrected summary of Story 1"
+    feed_server.routes["/wire.xml"] = Reply(200, rss(edited), {"Content-Type": "application/rss+xml"})
+    async with services.db.begin() as session:
+        await session.execute(update(CrawlSchedule).values(next_crawl_at=datetime.now(UTC) - timedelta(seconds=1)))
+    await crawl()  # stores nothing: content is insert-once
+
+    runs = [_cli(settings, "replay", "--source", str(source_id), "--since", "2000-01-01") for _ in range(2)]
+
+    assert await _count(services, ArchivedFetch) == 2
+    for replayed in runs:  # the edit neither applied nor flipped back and forth
+        assert "replayed 2 archived fetches" in replayed.stdout
+        assert _figures(replayed.stdout) == {"items seen": 3, "new articles": 0, "updated": 0, "unchanged": 3,
+                                             "parse errors": 0}  # fmt: skip
+
+
+async def test_with_the_archive_off_a_fetch_keeps_no_body_but_still_what_it_produced(
+    services: Services, settings: Settings, feed_server: FeedServer
+) -> None:
+    from app.ingest.fetch import new_http_client
+    from app.ingest.refresh import refresh_source
+
+    feed_server.routes["/wire.xml"] = Reply(200, BODY, {"Content-Type": "application/rss+xml"})
+    source_id = await _source(services, settings, feed_server.url("/wire.xml"))
+    off = settings.model_copy(update={"fetch_archive": False})
+    async with new_http_client(off) as http:
+        outcome = await refresh_source(services.engine, http, off, source_id)
+
+    assert (outcome.status, len(outcome.new_article_ids)) == ("fetched", 3)
+    assert (await _count(services, ArchivedFetch), await _count(services, FetchedArticle)) == (0, 3)
+
+
 async def test_replay_counts_a_body_todays_parser_cannot_read(
     services: Services, settings: Settings, feed_server: FeedServer, crawl: Any
 ) -> None:
