@@ -283,6 +283,12 @@ class Settings(BaseSettings):
         "`newsagg replay` and `newsagg fetch show` (PostgreSQL table fetch_archive).",
     )
     fetch_archive_level: int = Field(default=3, ge=1, le=22, description="zstd level of archived bodies.")
+    fetch_archive_reference_every: int = Field(
+        default=10,
+        ge=1,
+        description="One archived body of a source in this many is stored whole, and the ones after it are "
+        "compressed against it (half the bytes on the demo feeds); 1 stores every body whole.",
+    )
     contact_url: str = Field(
         default="https://github.com/newsagg/newsagg", description="Contact URL sent in the User-Agent."
     )

@@ -1,11 +1,13 @@
 """The fetch archive's storage cost, and a replay, on real feeds.
 
 Every snapshot of the archive goes through `ingest_body` into a scratch PostgreSQL database, as in bench/ingest.py,
-so each is archived by the real hook; the cost is then read from PostgreSQL (`pg_total_relation_size` of
+so each is archived by the real hook with the default settings (level 3; one body of a source in 10 stored whole, the
+nine after it compressed against it); the cost is then read from PostgreSQL (`pg_total_relation_size` of
 fetch_archive, its TOAST and indexes, and of fetch_articles) and given per 10,000 fetches. The baseline is the raw
-bodies' size: `ratio_raw_to_stored` is how many times less the archive takes. Beside it, the other ways to compress
-the same bodies, measured in the same run (sizes only): other zstd levels, a zstd dictionary trained per source on
-its first 20 bodies, and each body compressed against a recent body of its source (one kept whole in 10).
+bodies' size: `ratio_raw_to_stored` is how many times less the archive takes. Beside it, the ways to compress the
+same bodies, measured in the same run as frame sizes against each body compressed alone at level 3: other zstd
+levels, a zstd dictionary trained per source on its first 20 bodies, and what the archive does (each body
+compressed against a recent body of its source, one kept whole in 10).
 
 Then one source is replayed twice through today's parser after a tenth of its articles were deleted (as if an older
 parser had missed them): the first replay's summary, and the second's, which must store nothing.

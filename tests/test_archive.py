@@ -154,6 +154,59 @@ async def test_with_the_archive_off_a_fetch_keeps_no_body_but_still_what_it_prod
     assert (await _count(services, ArchivedFetch), await _count(services, FetchedArticle)) == (0, 3)
 
 
+async def test_most_bodies_are_compressed_against_a_recent_one_and_read_back_whole(
+    services: Services, settings: Settings, feed_server: FeedServer
+) -> None:
+    from app.ingest.fetch import new_http_client
+    from app.ingest.refresh import refresh_source
+
+    source_id = await _source(services, settings, feed_server.url("/wire.xml"))
+    every_third = settings.model_copy(update={"fetch_archive_reference_every": 3})
+    bodies = [rss(items(3, start=k)) for k in range(5)]  # each fetch one new item, as a live feed moves
+    async with new_http_client(every_third) as http:
+        for body in bodies:
+            feed_server.routes["/wire.xml"] = Reply(200, body, {"Content-Type": "application/rss+xml"})
+            assert (await refresh_source(services.engine, http, every_third, source_id)).status == "fetched"
+
+    async with services.db() as session:
+        rows = (await session.execute(select(ArchivedFetch.id, ArchivedFetch.reference_id, func.octet_length(
+            ArchivedFetch.body)).order_by(ArchivedFetch.id))).all()  # fmt: skip
+    ids = [row.id for row in rows]
+    assert [row.reference_id for row in rows] == [None, ids[0], ids[0], None, ids[3]]
+    assert rows[1][2] < rows[0][2] / 2  # compressed against the body before, it takes far less
+    for fetch_id, body in zip(ids, bodies, strict=True):
+        assert _cli(settings, "fetch", "show", str(fetch_id), "--body").stdout == body.decode()
+    replayed = _cli(settings, "replay", "--source", str(source_id), "--since", "2000-01-01")
+    assert _figures(replayed.stdout) == {"items seen": 7, "new articles": 0, "updated": 0, "unchanged": 7,
+                                         "parse errors": 0}  # fmt: skip
+
+
+async def test_retention_keeps_a_reference_body_until_those_compressed_against_it_are_gone(
+    services: Services, settings: Settings
+) -> None:
+    from tests.newsroom import add_source
+
+    now = datetime.now(UTC)
+    source_id = await add_source(services, settings, "outlet")
+    async with services.db.begin() as session:
+        logs = [FetchLog(source_id=source_id, fetched_at=now - timedelta(days=days), status_code=200, duration_ms=1,
+                         bytes=1, items_seen=0, items_new=0) for days in (10, 1, 9, 8)]  # fmt: skip
+        session.add_all(logs)
+        await session.flush()
+        for log, reference in zip(logs, (None, logs[0], None, logs[2]), strict=True):
+            await repository.add(session, id=log.id, source_id=source_id, fetched_at=log.fetched_at, url="http://a/",
+                                 status_code=200, headers={}, raw_bytes=1, body=b"",
+                                 reference_id=reference.id if reference else None)  # fmt: skip
+    from app.retention.service import prune
+
+    await prune(services.engine, settings, now)
+    await prune(services.engine, settings, now)  # the next hour's pass: what the first left compressed against
+
+    async with services.db() as session:
+        kept = list(await session.scalars(select(ArchivedFetch.id).order_by(ArchivedFetch.id)))
+    assert kept == [logs[0].id, logs[1].id]  # 10 days old, but the 1-day-old body needs it
+
+
 async def test_replay_counts_a_body_todays_parser_cannot_read(
     services: Services, settings: Settings, feed_server: FeedServer, crawl: Any
 ) -> None:

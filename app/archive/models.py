@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, SmallInteger, String, Text, func
+from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, SmallInteger, String, Text, func, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -16,7 +16,10 @@ class ArchivedFetch(Base):
     """A fetch log row's body as received; it shares the fetch's id and goes when the fetch log row goes."""
 
     __tablename__ = "fetch_archive"
-    __table_args__ = (Index("ix_fetch_archive_source_fetched", "source_id", "fetched_at"),)
+    __table_args__ = (
+        Index("ix_fetch_archive_source_fetched", "source_id", "fetched_at"),
+        Index("ix_fetch_archive_references", "source_id", "id", postgresql_where=text("reference_id IS NULL")),
+    )
 
     id: Mapped[int] = mapped_column(ForeignKey("fetch_log.id", ondelete="CASCADE"), primary_key=True)
     source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"))
@@ -25,6 +28,9 @@ class ArchivedFetch(Base):
     status_code: Mapped[int] = mapped_column(SmallInteger)
     headers: Mapped[dict[str, Any]] = mapped_column(JSONB)
     raw_bytes: Mapped[int] = mapped_column(Integer)
+    # The body this one is compressed against (one of its source's stored whole), or NULL for a body stored whole;
+    # a reference deleted takes the bodies compressed against it along (retention deletes it only after them)
+    reference_id: Mapped[int | None] = mapped_column(ForeignKey("fetch_archive.id", ondelete="CASCADE"), index=True)
     body: Mapped[bytes] = mapped_column(LargeBinary)  # zstd frame; STORAGE EXTERNAL (migration 0017): no 2nd pass
 
 

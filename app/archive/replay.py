@@ -16,7 +16,8 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.archive import repository
-from app.archive.compression import DamagedBody, decompress
+from app.archive.compression import DamagedBody
+from app.archive.service import body_of
 from app.articles import repository as articles
 from app.articles.fingerprints import content_hash
 from app.ingest.events import announce_articles_added
@@ -83,7 +84,7 @@ async def _parse_again(db: AsyncEngine, fetch_id: int, limits: TextLimits) -> li
     content_type = row.headers.get("content-type")
 
     def parse() -> list[ParsedEntry]:
-        body = decompress(row.body)
+        body = body_of(row)
         return parse_feed(body, feed_url=row.url, content_type=content_type, fetched_at=row.fetched_at,
                           limits=limits).entries  # fmt: skip
 

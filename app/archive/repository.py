@@ -37,8 +37,24 @@ async def archived_ids(db: Executor, source_id: int, *, since: datetime) -> list
 
 
 async def archived(db: Executor, fetch_id: int) -> Any:
-    """One archived fetch (id, source_id, fetched_at, url, status_code, headers, raw_bytes, body), or None."""
-    return (await db.execute(select(ArchivedFetch.__table__).where(ArchivedFetch.id == fetch_id))).first()
+    """One archived fetch (its columns, and `reference`: the frame of the body it is compressed against), or None."""
+    reference = ArchivedFetch.__table__.alias("reference")
+    query = (select(ArchivedFetch.__table__, reference.c.body.label("reference"))
+             .outerjoin(reference, reference.c.id == ArchivedFetch.reference_id)
+             .where(ArchivedFetch.id == fetch_id))  # fmt: skip
+    return (await db.execute(query)).first()
+
+
+_CURRENT_REFERENCE = text("""
+    SELECT k.id, k.body, (SELECT count(*) FROM fetch_archive AS d WHERE d.reference_id = k.id) AS followers
+    FROM fetch_archive AS k WHERE k.source_id = :source_id AND k.reference_id IS NULL
+    ORDER BY k.id DESC LIMIT 1
+""")
+
+
+async def current_reference(db: Executor, source_id: int) -> Any:
+    """The source's latest body stored whole (id, body frame) and how many are compressed against it, or None."""
+    return (await db.execute(_CURRENT_REFERENCE, {"source_id": source_id})).first()
 
 
 async def fetch_row(db: Executor, fetch_id: int) -> Any:

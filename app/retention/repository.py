@@ -29,7 +29,11 @@ _ROWS = {
     "read_events": ("read_events", "at < :before"),
     "sessions": ("user_sessions", "expires_at < :before OR revoked_at < :before"),
     "fetch_log": ("fetch_log", "fetched_at < :before"),
-    "fetch_archive": ("fetch_archive", "fetched_at < :before"),
+    # a body others are compressed against goes after them (a later batch or pass)
+    "fetch_archive": (
+        "fetch_archive",
+        "fetched_at < :before AND NOT EXISTS (SELECT FROM fetch_archive AS f WHERE f.reference_id = fetch_archive.id)",
+    ),
 }
 # Stories oldest first: one merged into another is never newer than it (app/stories/clustering.py), so no batch
 # deletes a story before those merged into it, whose link the delete would cut (SET NULL): they would look live.

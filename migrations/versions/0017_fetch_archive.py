@@ -1,5 +1,6 @@
 """The raw fetch archive: each successful fetch's body zstd-compressed (`fetch_archive`, sharing the fetch log row's
-id), and what each fetch produced (`fetch_articles`). Bodies are stored EXTERNAL: already compressed, PostgreSQL's own
+id; most bodies compressed against a recent one of their source, `reference_id`), and what each fetch produced
+(`fetch_articles`). Bodies are stored EXTERNAL: already compressed, PostgreSQL's own
 TOAST compression would spend CPU for nothing.
 
 Revision ID: 0017
@@ -29,16 +30,22 @@ def upgrade() -> None:
         sa.Column("status_code", sa.SmallInteger(), nullable=False),
         sa.Column("headers", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
         sa.Column("raw_bytes", sa.Integer(), nullable=False),
+        sa.Column("reference_id", sa.BigInteger(), nullable=True),
         sa.Column("body", sa.LargeBinary(), nullable=False),
         sa.ForeignKeyConstraint(["id"], ["fetch_log.id"], name=op.f("fk_fetch_archive_id_fetch_log"),
                                 ondelete="CASCADE"),
         sa.ForeignKeyConstraint(["source_id"], ["sources.id"], name=op.f("fk_fetch_archive_source_id_sources"),
                                 ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["reference_id"], ["fetch_archive.id"],
+                                name=op.f("fk_fetch_archive_reference_id_fetch_archive"), ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_fetch_archive")),
     )  # fmt: skip
     op.execute("ALTER TABLE fetch_archive ALTER COLUMN body SET STORAGE EXTERNAL")
     op.create_index(op.f("ix_fetch_archive_fetched_at"), "fetch_archive", ["fetched_at"])
     op.create_index("ix_fetch_archive_source_fetched", "fetch_archive", ["source_id", "fetched_at"])
+    op.create_index(op.f("ix_fetch_archive_reference_id"), "fetch_archive", ["reference_id"])
+    op.create_index("ix_fetch_archive_references", "fetch_archive", ["source_id", "id"],
+                    postgresql_where=sa.text("reference_id IS NULL"))  # fmt: skip
     op.create_table(
         "fetch_articles",
         sa.Column("fetch_id", sa.BigInteger(), nullable=False),
