@@ -207,22 +207,24 @@ async def test_retention_keeps_a_reference_body_until_those_compressed_against_i
     assert kept == [logs[0].id, logs[1].id]  # 10 days old, but the 1-day-old body needs it
 
 
-async def test_replay_counts_a_body_todays_parser_cannot_read(
+async def test_a_body_that_does_not_parse_is_archived_and_replay_counts_it(
     services: Services, settings: Settings, feed_server: FeedServer, crawl: Any
 ) -> None:
     source_id, _ = await _crawled(services, settings, feed_server, crawl)
+    page = b"<html><body>Service unavailable</body></html>"
+    feed_server.routes["/wire.xml"] = Reply(200, page, {"Content-Type": "text/html"})
     async with services.db.begin() as session:
-        log = FetchLog(source_id=source_id, status_code=200, duration_ms=1, bytes=20, items_seen=0, items_new=0)
-        session.add(log)
-        await session.flush()
-        await repository.add(session, id=log.id, source_id=source_id, url="http://127.0.0.1:9/x", status_code=200,
-                             headers={"content-type": "text/html"}, raw_bytes=20,
-                             body=compress(b"<html><body>Oops</body></html>", level=3))  # fmt: skip
+        await session.execute(update(CrawlSchedule).values(next_crawl_at=datetime.now(UTC) - timedelta(seconds=1)))
+    await crawl()
+    async with services.db() as session:
+        failed = await session.scalar(select(FetchLog.id).where(FetchLog.error_class == "parse"))
 
     replayed = _cli(settings, "replay", "--source", str(source_id), "--since", "2000-01-01")
+    shown = _cli(settings, "fetch", "show", str(failed), "--body")
 
-    assert _figures(replayed.stdout)["parse errors"] == 1
-    assert _figures(replayed.stdout)["unchanged"] == 3
+    assert shown.stdout == page.decode()
+    assert _figures(replayed.stdout) == {"items seen": 3, "new articles": 0, "updated": 0, "unchanged": 3,
+                                         "parse errors": 1}  # fmt: skip
 
 
 async def test_replay_of_an_unknown_source_says_so(services: Services, settings: Settings) -> None:

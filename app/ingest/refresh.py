@@ -141,7 +141,7 @@ async def _ingest(
     try:
         parsed = None if fetched.not_modified else await _in_parser_thread(_parse, fetched, settings, now)
     except FeedParseError as error:
-        return await _fail(db, settings, plan, error, FailureKind.STRIKE)
+        return await _fail(db, settings, plan, error, FailureKind.STRIKE, unreadable=fetched)
     async with db.begin() as connection:
         return await _store_success(connection, settings, plan, fetched, parsed, now)
 
@@ -275,7 +275,12 @@ FeedError = FetchError | FeedParseError
 
 
 async def _fail(
-    db: AsyncEngine, settings: Settings, plan: _Plan, error: FeedError, kind: FailureKind
+    db: AsyncEngine,
+    settings: Settings,
+    plan: _Plan,
+    error: FeedError,
+    kind: FailureKind,
+    unreadable: FetchedFeed | None = None,  # a body that arrived but did not parse: archived for a better parser
 ) -> RefreshOutcome:
     log.warning("source %s (%s) failed: %s: %s", plan.source.id, plan.source.feed_url, error.error_class, error)
     decision = after_failure(
@@ -284,7 +289,9 @@ async def _fail(
     )  # fmt: skip
     async with db.begin() as connection:
         last_error = f"{error.error_class}: {error}"[:2000]
-        await _apply(connection, plan.source, decision, _error_log(error), last_error=last_error)
+        fetch_id = await _apply(connection, plan.source, decision, _error_log(error), last_error=last_error)
+        if unreadable is not None:
+            await archive.keep(connection, settings, fetch_id, plan.source.id, unreadable, [])
     return RefreshOutcome(plan.source.id, "failed", error_class=error.error_class)
 
 
