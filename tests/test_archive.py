@@ -19,7 +19,7 @@ from app.settings import Settings
 from app.sources.models import CrawlSchedule, FetchLog
 from app.sources.service import SourceRequest, create_source
 from tests.conftest import newsagg
-from tests.feeds import FeedServer, Reply, items, rss
+from tests.feeds import FeedServer, Item, Reply, items, rss
 
 BODY = rss(items(3))
 
@@ -205,6 +205,23 @@ async def test_retention_keeps_a_reference_body_until_those_compressed_against_i
     async with services.db() as session:
         kept = list(await session.scalars(select(ArchivedFetch.id).order_by(ArchivedFetch.id)))
     assert kept == [logs[0].id, logs[1].id]  # 10 days old, but the 1-day-old body needs it
+
+
+async def test_an_entry_listed_twice_in_one_document_is_replayed_as_ingest_stored_it(
+    services: Services, settings: Settings, feed_server: FeedServer, crawl: Any
+) -> None:
+    link = "https://news.example.org/twice"
+    twice = [Item(title="First listing", link=link, guid=link), Item(title="Second listing", link=link, guid=link)]
+    feed_server.routes["/twice.xml"] = Reply(200, rss(twice), {"Content-Type": "application/rss+xml"})
+    source_id = await _source(services, settings, feed_server.url("/twice.xml"))
+    await crawl()
+
+    runs = [_cli(settings, "replay", "--source", str(source_id), "--since", "2000-01-01") for _ in range(2)]
+
+    for replayed in runs:
+        assert _figures(replayed.stdout)["updated"] == 0
+    async with services.db() as session:
+        assert list(await session.scalars(select(Article.title))) == ["First listing"]
 
 
 async def test_a_body_that_does_not_parse_is_archived_and_replay_counts_it(

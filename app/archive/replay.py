@@ -66,8 +66,7 @@ async def replay(
         if entries is None:
             done.parse_errors += 1
         else:
-            entries = [e for e in entries if e.external_id not in seen]
-            seen.update(e.external_id for e in entries)
+            entries = _first_versions(entries, seen)
             async with db.begin() as connection:
                 await _store(connection, source_id, fetch_id, entries, done)
         if progress is not None:
@@ -117,3 +116,14 @@ async def _store(
     done.new += len(inserted)
     done.updated += len(changed)
     done.unchanged += len(entries) - len(inserted) - len(changed)  # the same text, or a URL another source holds
+
+
+def _first_versions(entries: list[ParsedEntry], seen: set[str]) -> list[ParsedEntry]:
+    """The entries not seen before, in this fetch or an earlier one; of an entry listed twice in one document, the
+    first (the version ingest stored: a second listing conflicts with it and is dropped)."""
+    first = []
+    for entry in entries:
+        if entry.external_id not in seen:
+            seen.add(entry.external_id)
+            first.append(entry)
+    return first
