@@ -74,7 +74,7 @@ async def produced(db: Executor, fetch_id: int) -> list[Any]:
     """The articles a fetch stored or changed: change, id, title, url."""
     query = (select(FetchedArticle.change, Article.id, Article.title, Article.url)
              .join(Article, Article.id == FetchedArticle.article_id)
-             .where(FetchedArticle.fetch_id == fetch_id).order_by(Article.id))  # fmt: skip
+             .where(FetchedArticle.fetch_id == fetch_id).order_by(Article.id, FetchedArticle.change))  # fmt: skip
     return list(await db.execute(query))
 
 
