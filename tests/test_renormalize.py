@@ -1,4 +1,4 @@
-"""Migration 0019: article URLs stored under the hand-written normalization are normalized again; articles that become
+"""Migration 0020: article URLs stored under the hand-written normalization are normalized again; articles that become
 one URL are merged into the oldest with their engagement, story and entities, and a second run changes nothing."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ STORED = [
 ]
 SOURCE = text("""INSERT INTO sources (feed_url, name, kind, min_interval_s, max_interval_s, status)
                  VALUES (:url, 'Feed', 'rss', 300, 3600, 'active') RETURNING id""")
-# (feed URL as stored, as it is after 0019): the second and third become one, and the third stays as it was
+# (feed URL as stored, as it is after 0020): the second and third become one, and the third stays as it was
 FEEDS = [
     ("http://127.0.0.1:9/feed", "http://127.0.0.1:9/feed"),
     ("https://news.example/rss?b=1&a=2", "https://news.example/rss?a=2&b=1"),
@@ -47,6 +47,8 @@ STORY_COUNTS = text("""UPDATE story_clusters s
 READ = text(
     "INSERT INTO read_events (user_id, article_id, session_id, action) VALUES (:user, :article, :session, 'read')"
 )
+FETCH = text("""INSERT INTO fetch_log (source_id, duration_ms, bytes, items_seen, items_new)
+                VALUES (:source, 1, 1, 2, 2) RETURNING id""")
 TEXT = text("""INSERT INTO article_texts (article_id, origin, text, html, word_count, error_class)
                VALUES (:article, 'page', :text, '', 2, :failure)""")
 ENTITY = text("""INSERT INTO article_entities (article_id, key, name, kind, mentions, seen_at)
@@ -54,7 +56,7 @@ ENTITY = text("""INSERT INTO article_entities (article_id, key, name, kind, ment
 
 
 async def stored_newsroom(engine: AsyncEngine) -> dict[str, int]:
-    """Given articles stored under 0018 with the URLs of the old rules, read, named, with texts and in stories."""
+    """Given articles stored under 0019 with the URLs of the old rules, read, named, with texts and in stories."""
     async with engine.begin() as connection:
         source, *_ = [await connection.scalar(SOURCE, {"url": stored}) for stored, _ in FEEDS]
         for story in (1, 2, 3):
@@ -78,6 +80,10 @@ async def stored_newsroom(engine: AsyncEngine) -> dict[str, int]:
             await connection.execute(ENTITY, {"article": ids[article], "key": key})
         for article, failure in [("dots new", None), ("idn punycode", "robots_disallowed"), ("idn unicode", None)]:
             await connection.execute(TEXT, {"article": ids[article], "text": article, "failure": failure})
+        fetch = await connection.scalar(FETCH, {"source": source})
+        for article in ("dots old", "dots new"):  # one fetch stored both spellings
+            await connection.execute(text("INSERT INTO fetch_articles VALUES (:fetch, :article, 'new')"),
+                                     {"fetch": fetch, "article": ids[article]})  # fmt: skip
         await connection.execute(text("UPDATE articles SET duplicate_of_id = :copy WHERE id = :near"),
                                  {"copy": ids["order b"], "near": ids["already"]})  # fmt: skip
     return ids
@@ -89,10 +95,10 @@ async def rows(engine: AsyncEngine, query: str, **params: Any) -> list[Any]:
 
 
 async def test_merges_keep_the_oldest_with_everything_the_copies_had(scratch_engine: AsyncEngine) -> None:
-    await upgrade(scratch_engine, "0018")
+    await upgrade(scratch_engine, "0019")
     ids = await stored_newsroom(scratch_engine)
 
-    await upgrade(scratch_engine)  # 0019
+    await upgrade(scratch_engine)  # 0020
 
     articles = {r.title: r for r in await rows(scratch_engine, "SELECT * FROM articles")}
     assert set(articles) == {"dots old", "idn punycode", "order a", "escaped", "tilde", "already"}
@@ -117,6 +123,8 @@ async def test_merges_keep_the_oldest_with_everything_the_copies_had(scratch_eng
         (ids["dots old"], "dots new", None),  # the copy's text, the kept article having none
         (ids["idn punycode"], "idn unicode", None),  # the copy's text replaces the kept article's failed fetch
     ]
+    produced = await rows(scratch_engine, "SELECT article_id, change FROM fetch_articles")
+    assert [(p.article_id, p.change) for p in produced] == [(ids["dots old"], "new")]  # the fetch produced it, once
     stories = {s.id: s for s in await rows(scratch_engine, "SELECT * FROM story_clusters")}
     assert {k: (s.article_count, s.representative_article_id) for k, s in stories.items()} == {
         1: (2, ids["dots old"]), 2: (1, ids["idn punycode"]), 3: (1, ids["order a"])}  # fmt: skip
@@ -127,7 +135,7 @@ async def test_merges_keep_the_oldest_with_everything_the_copies_had(scratch_eng
 
 
 async def test_a_second_run_changes_nothing(scratch_engine: AsyncEngine) -> None:
-    await upgrade(scratch_engine, "0018")
+    await upgrade(scratch_engine, "0019")
     await stored_newsroom(scratch_engine)
     await upgrade(scratch_engine)
     before = await rows(scratch_engine, "SELECT * FROM articles ORDER BY id")

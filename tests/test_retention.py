@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.archive.models import ArchivedFetch
 from app.articles.models import Article
 from app.db.migrate import downgrade, upgrade
 from app.outbox.models import OutboxEvent
@@ -72,8 +73,13 @@ async def test_each_kind_goes_at_its_age_and_not_before(services: Services, sett
                         revoked_at=now - 8 * DAY),
             UserSession(user_id=reader, token_hash="live", expires_at=now + 20 * DAY),
         ])  # fmt: skip
-        session.add_all(FetchLog(source_id=source, fetched_at=now - days * DAY, status_code=200, duration_ms=1,
-                                 bytes=0, items_seen=0, items_new=0) for days in (1, 13, 15, 30, 400))  # fmt: skip
+        fetches = [FetchLog(source_id=source, fetched_at=now - days * DAY, status_code=200, duration_ms=1, bytes=0,
+                            items_seen=0, items_new=0) for days in (1, 13, 15, 30, 400)]  # fmt: skip
+        session.add_all(fetches)
+        await session.flush()
+        session.add_all(ArchivedFetch(id=fetch.id, source_id=source, fetched_at=fetch.fetched_at, url="http://a/",
+                                      status_code=200, headers={}, raw_bytes=0, body=b"")
+                        for fetch in fetches[:2])  # fmt: skip
         session.add_all(OutboxEvent(topic=topic, dedupe_key=key, payload={}, created_at=now - age,
                                     delivered_at=now - age if delivered else None)
                         for key, (topic, age, delivered) in {
@@ -82,7 +88,8 @@ async def test_each_kind_goes_at_its_age_and_not_before(services: Services, sett
                             "update-undelivered": (STORY_UPDATED_TOPIC, 2 * DAY, False),
                             "breaking-recent": (BREAKING_TOPIC, 10 * DAY, True),
                             "breaking-old": (BREAKING_TOPIC, 40 * DAY, True)}.items())  # fmt: skip
-    expected = {"articles": 1, "stories": 0, "read_events": 1, "sessions": 2, "fetch_log": 3, "outbox": 2}
+    expected = {"articles": 1, "stories": 0, "read_events": 1, "sessions": 2, "fetch_log": 3, "fetch_archive": 1,
+                "outbox": 2}  # fmt: skip
 
     assert await count_due(services.engine, settings, now) == expected
     done = await prune(services.engine, settings, now)
@@ -95,6 +102,7 @@ async def test_each_kind_goes_at_its_age_and_not_before(services: Services, sett
         ages = sorted(round((now - at).total_seconds() / 86400) for at in await session.scalars(
             select(FetchLog.fetched_at)))  # fmt: skip
         assert ages == [1, 13]
+        assert list(await session.scalars(select(ArchivedFetch.id))) == [fetches[0].id]
         assert set(await session.scalars(select(OutboxEvent.dedupe_key).where(OutboxEvent.dedupe_key.is_not(None)))
                    ) == {"update-new", "update-undelivered", "breaking-recent"}  # fmt: skip
     assert await count_due(services.engine, settings, now) == dict.fromkeys(expected, 0)

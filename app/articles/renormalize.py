@@ -1,4 +1,4 @@
-"""Stored article URLs normalized again after the rules changed (migration 0019); articles whose URLs become one are
+"""Stored article URLs normalized again after the rules changed (migration 0020); articles whose URLs become one are
 merged into the oldest, which takes over their engagement, story, entities and copies, and the others are deleted.
 Sources' feed URLs are normalized again too, unless another source already has the new one (two sources are not
 merged: each has its own settings and schedule; the pair is logged for an administrator to delete one).
@@ -21,7 +21,8 @@ BATCH = 10_000
 # What references an article, and how a merge carries it to the article kept (tests/test_renormalize.py checks that
 # this covers every foreign key to articles)
 REFERENCES = ("articles.duplicate_of_id", "article_entities.article_id", "article_texts.article_id",
-              "read_events.article_id", "story_clusters.representative_article_id")  # fmt: skip
+              "fetch_articles.article_id", "read_events.article_id",
+              "story_clusters.representative_article_id")  # fmt: skip
 
 _TABLES = [
     text("CREATE TEMP TABLE url_changes (id bigint PRIMARY KEY, url text NOT NULL)"),
@@ -77,6 +78,10 @@ _MERGE = [text(statement) for statement in (
            image = excluded.image, language = excluded.language, error_class = NULL, etag = excluded.etag,
            last_modified = excluded.last_modified, extracted_at = excluded.extracted_at
        WHERE article_texts.error_class IS NOT NULL AND excluded.error_class IS NULL""",
+    # what a copy's fetches produced, the article kept produced
+    """INSERT INTO fetch_articles (fetch_id, article_id, change)
+       SELECT f.fetch_id, m.keeper, f.change FROM url_merges m JOIN fetch_articles f ON f.article_id = m.copy
+       ON CONFLICT DO NOTHING""",
     # near-duplicates of a copy are near-duplicates of the article kept
     """UPDATE articles a SET duplicate_of_id = m.keeper FROM url_merges m
        WHERE a.duplicate_of_id = m.copy AND a.id <> m.keeper""",

@@ -78,6 +78,7 @@ class FetchedFeed:
     permanent_url: str | None = None  # where the leading run of 301/308 redirects led, if any
     hints: dict[str, str] = field(default_factory=dict)  # Cache-Control, Expires, Retry-After
     links: dict[str, str] = field(default_factory=dict)  # HTTP Link header by rel: hub, self (WebSub)
+    headers: dict[str, str] = field(default_factory=dict)  # every response header, as the archive keeps them
 
     @property
     def not_modified(self) -> bool:
@@ -137,6 +138,7 @@ async def fetch_feed(
             permanent_url=permanent_url,
             hints={name: response.headers[name] for name in HINT_HEADERS if name in response.headers},
             links={rel: urljoin(url, link["url"]) for rel, link in response.links.items() if rel in ("hub", "self")},
+            headers=dict(response.headers),
         )
     raise FetchError("too_many_redirects", f"more than {policy.max_redirects} redirects")
 

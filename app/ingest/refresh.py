@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import httpx
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.archive import service as archive
 from app.articles import repository as articles
 from app.articles.fingerprints import content_hash
 from app.extraction.repository import save_feed_texts
@@ -147,8 +148,10 @@ async def ingest_body(
     plan = await _load_plan(db, source_id)
     if plan is None:
         return RefreshOutcome(source_id, "skipped")
+    headers = {"content-type": content_type} if content_type else {}
     fetched = FetchedFeed(status_code=200, final_url=plan.source.feed_url, body=body, content_type=content_type,
-                          etag=plan.source.etag, last_modified=plan.source.last_modified, duration_ms=0)  # fmt: skip
+                          etag=plan.source.etag, last_modified=plan.source.last_modified, duration_ms=0,
+                          headers=headers)  # fmt: skip
     return await _ingest(db, settings, plan, fetched, datetime.now(UTC))
 
 
@@ -158,7 +161,7 @@ async def _ingest(
     try:
         parsed = None if fetched.not_modified else await _in_parser_thread(_parse, fetched, settings, now)
     except FeedParseError as error:
-        return await _fail(db, settings, plan, error, FailureKind.STRIKE)
+        return await _fail(db, settings, plan, error, FailureKind.STRIKE, unreadable=fetched)
     async with db.begin() as connection:
         return await _store_success(connection, settings, plan, fetched, parsed, now)
 
@@ -200,8 +203,8 @@ async def _apply(
     fetch_log: dict[str, object],
     last_error: str | None = None,
     validators: dict[str, str | None] | None = None,
-) -> None:
-    """Write a decision and its fetch log row; the source row only when it changes."""
+) -> int:
+    """Write a decision and its fetch log row (its id returned); the source row only when it changes."""
     state = decision.state
     schedule: dict[str, object] = {
         "articles_per_hour": state.articles_per_hour, "hourly_histogram": list(state.hourly_histogram),
@@ -217,7 +220,8 @@ async def _apply(
     if decision.move_feed_to and not await sources.feed_url_taken(connection, decision.move_feed_to):
         log.info("source %s moved permanently: %s -> %s", source.id, source.feed_url, decision.move_feed_to)
         changes.update(feed_url=decision.move_feed_to, etag=None, last_modified=None)
-    await sources.record_fetch(connection, source.id, schedule=schedule, fetch_log=fetch_log, source_changes=changes)
+    return await sources.record_fetch(connection, source.id, schedule=schedule, fetch_log=fetch_log,
+                                      source_changes=changes)  # fmt: skip
 
 
 def article_rows(source_id: int, entries: list[ParsedEntry]) -> list[articles.NewArticle]:
@@ -274,7 +278,8 @@ async def _store_success(
         "error_class": "parse_recovered" if parsed and parsed.bozo else None,
         "error_message": parsed.bozo if parsed else None,
     }  # fmt: skip
-    await _apply(connection, source, decision, fetch_log, validators=validators)
+    fetch_id = await _apply(connection, source, decision, fetch_log, validators=validators)
+    await archive.keep(connection, settings, fetch_id, source.id, fetched, [a.id for a in inserted])
     await announce_articles_added(connection, source.id, [a.id for a in inserted])
     status = "not_modified" if fetched.not_modified else "fetched"
     subscribe = found if wants_subscription(source.websub, found, settings, now) else None
@@ -314,7 +319,12 @@ FeedError = FetchError | FeedParseError
 
 
 async def _fail(
-    db: AsyncEngine, settings: Settings, plan: _Plan, error: FeedError, kind: FailureKind
+    db: AsyncEngine,
+    settings: Settings,
+    plan: _Plan,
+    error: FeedError,
+    kind: FailureKind,
+    unreadable: FetchedFeed | None = None,  # a body that arrived but did not parse: archived for a better parser
 ) -> RefreshOutcome:
     log.warning("source %s (%s) failed: %s: %s", plan.source.id, plan.source.feed_url, error.error_class, error)
     count_fetch_failure("feed", error.error_class)
@@ -324,7 +334,9 @@ async def _fail(
     )  # fmt: skip
     async with db.begin() as connection:
         last_error = f"{error.error_class}: {error}"[:2000]
-        await _apply(connection, plan.source, decision, _error_log(error), last_error=last_error)
+        fetch_id = await _apply(connection, plan.source, decision, _error_log(error), last_error=last_error)
+        if unreadable is not None:
+            await archive.keep(connection, settings, fetch_id, plan.source.id, unreadable, [])
     return RefreshOutcome(plan.source.id, "failed", error_class=error.error_class)
 
 

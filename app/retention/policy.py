@@ -21,7 +21,7 @@ from app.stories.velocity import BREAKING_TOPIC
 
 # A story unchanged this long has left every worker's clustering copy (app/stories/store.py)
 SETTLING = ClusteringPolicy().window + timedelta(hours=1)
-KINDS = ("articles", "stories", "read_events", "sessions", "fetch_log", "outbox")
+KINDS = ("articles", "stories", "read_events", "sessions", "fetch_log", "fetch_archive", "outbox")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,7 @@ class Cutoffs:
     read_events: datetime | None
     sessions: datetime | None  # sessions that expired or were signed out before this
     fetch_log: datetime | None
+    fetch_archive: datetime | None  # archived bodies (app/archive/); they also go with their fetch log row
     outbox: dict[str, datetime] = field(default_factory=dict)  # delivered events of each topic written before this
 
 
@@ -72,5 +73,6 @@ def cutoffs(settings: Settings, now: datetime) -> Cutoffs:
         read_events=_before(now, settings.read_events_retention_days * DAY),
         sessions=_before(now, settings.sessions_retention_days * DAY),
         fetch_log=_before(now, settings.fetch_log_retention_days * DAY),
+        fetch_archive=_before(now, settings.fetch_archive_retention_days * DAY),
         outbox=outbox,
     )

@@ -29,6 +29,11 @@ _ROWS = {
     "read_events": ("read_events", "at < :before"),
     "sessions": ("user_sessions", "expires_at < :before OR revoked_at < :before"),
     "fetch_log": ("fetch_log", "fetched_at < :before"),
+    # a body others are compressed against goes after them (a later batch or pass)
+    "fetch_archive": (
+        "fetch_archive",
+        "fetched_at < :before AND NOT EXISTS (SELECT FROM fetch_archive AS f WHERE f.reference_id = fetch_archive.id)",
+    ),
 }
 # Stories oldest first: one merged into another is never newer than it (app/stories/clustering.py), so no batch
 # deletes a story before those merged into it, whose link the delete would cut (SET NULL): they would look live.
@@ -46,8 +51,8 @@ async def delete_articles_batch(db: Executor, *, before: datetime, settled: date
 
 
 async def delete_rows_batch(db: Executor, kind: str, *, before: datetime, batch: int) -> int:
-    """Up to `batch` rows of `kind` (stories, read_events, sessions, fetch_log) older than `before`. Stories are
-    deleted under the clustering lock, as every write of stories is."""
+    """Up to `batch` rows of `kind` (stories, read_events, sessions, fetch_log, fetch_archive) older than `before`.
+    Stories are deleted under the clustering lock, as every write of stories is."""
     if kind == "stories":
         await lock_clustering(db)
     result = await db.execute(_DELETES[kind], {"before": before, "batch": batch})
@@ -55,7 +60,10 @@ async def delete_rows_batch(db: Executor, kind: str, *, before: datetime, batch:
 
 
 async def count_due(db: Executor, kind: str, **cutoffs: datetime) -> int:
-    """How many rows of `kind` a pass would delete now (`before`, and `settled` for articles)."""
+    """How many rows of `kind` a pass would delete now (`before`, and `settled` for articles); none of a table the
+    schema does not have yet (a dry run looks at a database before it is migrated)."""
+    if kind in _ROWS and await db.scalar(text("SELECT to_regclass(:name)"), {"name": _ROWS[kind][0]}) is None:
+        return 0
     return int(await db.scalar(_COUNTS[kind], cutoffs) or 0)
 
 

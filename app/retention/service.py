@@ -46,7 +46,7 @@ async def prune(db: AsyncEngine, settings: Settings, now: datetime) -> Retention
     rows, articles = settings.retention_article_batch * ROWS_PER_ARTICLE, settings.retention_article_batch
     # Stories first: those the articles below empty are deleted by the next pass, an hour on, once every clustering
     # worker has read that they are empty and let them go (a worker still holding one would write it back).
-    for kind in ("stories", "read_events", "sessions", "fetch_log"):
+    for kind in ("stories", "read_events", "sessions", "fetch_log", "fetch_archive"):
         if (before := getattr(due, kind)) is not None:
             size = articles if kind == "stories" else rows  # stories go under the clustering lock, as articles do
             batch = partial(repository.delete_rows_batch, kind=kind, before=before, batch=size)

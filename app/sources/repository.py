@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, exists, func, insert, select, tuple_, update
+from sqlalchemy import ColumnElement, case, exists, func, insert, select, true, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -255,18 +255,20 @@ async def record_fetch(
     schedule: dict[str, object],
     fetch_log: dict[str, object],
     source_changes: dict[str, object],
-) -> None:
-    """The bookkeeping of one fetch in one statement: the schedule row (its claim released), the fetch log row,
-    the source row when it changed. The transaction then commits without waiting for the WAL flush: ingest
+) -> int:
+    """The bookkeeping of one fetch in one statement: the schedule row (its claim released), the fetch log row (its
+    id returned), the source row when it changed. The transaction then commits without waiting for the WAL flush: ingest
     writes are replayable (a crash loses at most the last moment of it, and the next fetch stores it again)."""
     durability = select(func.set_config("synchronous_commit", "off", True).label("setting")).cte("durability")
     ctes = [
         update(CrawlSchedule).where(CrawlSchedule.source_id == source_id).values(**schedule).cte("schedule_row"),
-        insert(FetchLog).values(source_id=source_id, **fetch_log).cte("fetch_log_row"),
+        insert(FetchLog).values(source_id=source_id, **fetch_log).returning(FetchLog.id).cte("fetch_log_row"),
     ]
     if source_changes:
         ctes.append(update(Source).where(Source.id == source_id).values(**source_changes).cte("source_row"))
-    await session.execute(select(durability.c.setting).add_cte(*ctes))
+    fetch_log_row = ctes[1]
+    query = select(fetch_log_row.c.id).select_from(durability.join(fetch_log_row, true())).add_cte(*ctes)
+    return int((await session.execute(query)).scalar_one())
 
 
 async def save_schedule(session: Executor, source_id: int, **values: object) -> None:

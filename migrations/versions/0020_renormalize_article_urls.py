@@ -1,7 +1,7 @@
 """Article URLs normalized again (RFC 3986 by url-normalize, query parameters by name); those that become one merged
 
-Revision ID: 0019
-Revises: 0018
+Revision ID: 0020
+Revises: 0019
 Create Date: 2026-11-26
 """
 
@@ -14,8 +14,8 @@ from sqlalchemy.util import await_only
 
 from app.articles.renormalize import renormalize_article_urls
 
-revision: str = "0019"
-down_revision: str | None = "0018"
+revision: str = "0020"
+down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 log = logging.getLogger(__name__)
