@@ -9,6 +9,7 @@ counted (app/observability/work.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
+from datetime import timedelta
 from typing import Any
 
 from arq import cron
@@ -43,7 +44,8 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["services"] = Services.open(settings, pre_ping=False)  # see app.db.engine.create_engine
     ctx["http"] = new_http_client(settings)
     ctx["politeness"] = Politeness(ctx["services"].redis, ctx["http"], settings)
-    ctx["clustering"] = ClusteringCache()  # this worker's copy of the active stories (app/stories/store.py)
+    # this worker's copy of the active stories (app/stories/store.py)
+    ctx["clustering"] = ClusteringCache(timedelta(seconds=settings.velocity_window_seconds))
     ctx["heartbeat"] = Heartbeat(settings)  # its id names the claims this worker holds (app/workers/)
     await ctx["heartbeat"].start()
 

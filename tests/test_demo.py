@@ -69,6 +69,36 @@ def test_snapshots_replay_on_the_compressed_clock_with_dates_moved_to_the_presen
         server.stop()
 
 
+def test_the_replay_begins_with_the_first_feed_request_not_when_the_server_is_made(replay_dir: Path) -> None:
+    made = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
+    clock = Clock(made)
+    server = DemoFeedServer(replay_dir, speed=3600, clock=clock).start()
+    try:
+        clock.now = made + timedelta(minutes=5)  # the worker took a while to start: 5 replayed hours nobody saw
+        url = server.url(server.feeds["/rss/wire"])
+        assert httpx.get(f"http://127.0.0.1:{server.port}/robots.txt").status_code == 404  # not a feed: no start
+        first = feedparser.parse(httpx.get(url).content)
+        assert len(first.entries) == 1  # the stretch's first snapshot, not the one 5 hours in
+        [published] = [datetime(*e.published_parsed[:6], tzinfo=UTC) for e in first.entries]
+        [original] = [datetime(*e.published_parsed[:6], tzinfo=UTC) for e in feedparser.parse(rss(items(1))).entries]
+        assert published == original + (clock.now - datetime(2020, 1, 2, tzinfo=UTC))  # the end lands at this request
+        clock.now += timedelta(seconds=24)
+        assert len(feedparser.parse(httpx.get(url).content).entries) == 2
+    finally:
+        server.stop()
+
+
+def test_the_demo_measures_velocity_over_hours_of_replayed_news() -> None:
+    from app.runtime.supervisor import _demo_environment
+
+    assert _demo_environment({}, 600)["NEWSAGG_VELOCITY_WINDOW_SECONDS"] == "72"  # 12 hours of news at 600x
+    assert _demo_environment({}, 60)["NEWSAGG_VELOCITY_WINDOW_SECONDS"] == "720"
+    assert _demo_environment({}, 60_000)["NEWSAGG_VELOCITY_WINDOW_SECONDS"] == "20"  # several fetches of each feed
+    chosen = _demo_environment({"NEWSAGG_VELOCITY_WINDOW_SECONDS": "1800", "NEWSAGG_CRAWL_TICK_SECONDS": "5"}, 600)
+    assert (chosen["NEWSAGG_VELOCITY_WINDOW_SECONDS"], chosen["NEWSAGG_CRAWL_TICK_SECONDS"]) == ("1800", "5")
+    assert chosen["NEWSAGG_ALLOW_LOOPBACK_SOURCES"] == "true"
+
+
 def test_a_feed_not_yet_begun_answers_503(tmp_path: Path) -> None:
     for name, day in (("early", "20200101"), ("late", "20200103")):
         (tmp_path / name).mkdir()
