@@ -11,8 +11,9 @@ import feedparser
 import httpx
 import pytest
 
-from app.runtime.demo import DemoFeedServer, discover_feeds, unpacked
+from app.runtime.demo import DemoFeedServer, discover_feeds
 from app.runtime.replay import Replay
+from app.runtime.snapshot_archive import unpacked
 from tests.feeds import items, rss
 
 
@@ -147,6 +148,21 @@ def test_an_archive_is_unpacked_once_into_the_home(replay_dir: Path, tmp_path_fa
     assert unpacked(packed, home) == folder
     assert len(discover_feeds(folder)[0].snapshots) == 1  # not unpacked again
     assert unpacked(replay_dir, home) == replay_dir
+
+
+@pytest.mark.parametrize("compression", ["xz", "gz", ""])
+def test_only_the_busiest_stretch_is_unpacked(replay_dir: Path, tmp_path_factory: pytest.TempPathFactory,
+                                              compression: str) -> None:  # fmt: skip
+    (replay_dir / "rss" / "old").mkdir()
+    (replay_dir / "rss" / "old" / "20191201T000000Z.xml").write_bytes(rss(items(1)))  # a month before the rest
+    (replay_dir / "rss" / "wire" / "20200101T120000Z.xml").write_bytes(rss(items(2)))
+    packed = tmp_path_factory.mktemp("packed") / "feeds.tar"
+    with tarfile.open(packed, f"w:{compression}") as archive:
+        archive.add(replay_dir / "rss", "rss")
+    folder = unpacked(packed, tmp_path_factory.mktemp("home"), hours=24)
+    feeds = {feed.path: [p.name for p in feed.snapshots] for feed in discover_feeds(folder)}
+    assert feeds == {"/rss/wire": ["20200101T000000Z.xml", "20200101T120000Z.xml", "20200102T000000Z.xml"]}
+    assert not list(folder.parent.glob("*.tar"))  # the plain copy read on the way is gone
 
 
 def test_a_folder_without_feeds_is_refused(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ A folder holding snapshot files is one feed: each fetch serves the snapshot the 
 reached (app/runtime/replay.py), its dates shifted to the present, so the crawler sees the feed move as it did when
 the snapshots were taken, only faster. The replay's clock starts at the first feed request, not when the server is
 made: the seconds `newsagg up` spends starting its worker would otherwise replay hours of news nobody fetched. A
-feed file lying alone is one snapshot; a tar archive of such folders is unpacked once into the home. A feed with no
-snapshot yet at the replay's position answers 503 with Retry-After.
+feed file lying alone is one snapshot; a tar archive of such folders is unpacked once into the home
+(app/runtime/snapshot_archive.py). A feed with no snapshot yet at the replay's position answers 503 with Retry-After.
 ETag and If-None-Match work, so conditional GET is exercised too.
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import tarfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,9 +23,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from app.runtime.replay import Replay, fetched_at
+from app.runtime.snapshot_archive import FEED_SUFFIXES
 
 log = logging.getLogger(__name__)
-FEED_SUFFIXES = frozenset({".xml", ".rss", ".atom", ".rdf", ".json"})
 
 
 @dataclass
@@ -56,18 +55,6 @@ def discover_feeds(root: Path) -> list[ReplayFeed]:
         else:
             feeds.append(ReplayFeed("/" + folder.relative_to(root).as_posix(), files))
     return feeds
-
-
-def unpacked(path: Path, home: Path) -> Path:
-    """A folder of snapshots as it is; a tar archive of them (.tar, .tar.xz, ...) unpacked once under `home`/demo."""
-    if not path.is_file() or not tarfile.is_tarfile(path):
-        return path
-    target = home / "demo" / path.name
-    if not (target / ".unpacked").exists():
-        with tarfile.open(path) as archive:
-            archive.extractall(target, filter="data")  # nothing outside `target`, no devices or links out of it
-        (target / ".unpacked").touch()
-    return target
 
 
 def _content_type(path: Path) -> str:

@@ -28,12 +28,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import upgrade_sync
 from app.runtime.children import Child, Policy, Restarted, stop_all, supervise
-from app.runtime.demo import DemoFeedServer, unpacked
+from app.runtime.demo import DemoFeedServer
 from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from app.runtime.first_start import first_start
 from app.runtime.fleet import Fleet
 from app.runtime.fleet import children as fleet_children
 from app.runtime.processes import port_is_free
+from app.runtime.snapshot_archive import unpacked
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
 
@@ -133,7 +134,7 @@ class _Stop:
 
 def run_up(settings: Settings, options: UpOptions) -> int:
     stop = _Stop()
-    with (home_lock(settings.home), _unpacking(options.demo, settings.home) as snapshots,
+    with (home_lock(settings.home), _unpacking(options.demo, settings.home, settings.demo_hours) as snapshots,
           embedded_servers(settings) as embedded, contextlib.ExitStack() as stack):  # fmt: skip
         env = {**os.environ, **embedded.urls, "NEWSAGG_HOME": str(settings.home), **options.environment}
         # the configured URLs as settings read them (postgresql:// becomes asyncpg's), else the embedded servers'
@@ -180,13 +181,13 @@ def _demo_environment(env: dict[str, str], speed: float) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _unpacking(demo: Path | None, home: Path) -> Iterator[Future[Path] | None]:
+def _unpacking(demo: Path | None, home: Path, hours: float) -> Iterator[Future[Path] | None]:
     """The demo's snapshots, unpacked (tens of seconds the first time) while the servers and the children start."""
     if demo is None:
         yield None
         return
     with ThreadPoolExecutor(1, thread_name_prefix="demo-unpack") as background:
-        yield background.submit(unpacked, demo, home)
+        yield background.submit(unpacked, demo, home, hours)
 
 
 def _start_demo(settings: Settings, folder: Path, speed: float) -> DemoFeedServer:
