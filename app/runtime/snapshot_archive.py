@@ -1,9 +1,9 @@
 """The demo's snapshot archive (.tar, .tar.xz, ...) unpacked once into the home: only the snapshots the replay serves.
 
-An archive may hold months of snapshots while the demo replays its busiest stretch: creating thousands of small files
-costs more than reading the archive twice on a busy disk, so it is decompressed once into a plain tar beside the
-target (read again without decompressing), the stretch is chosen from the members' names, and only its snapshots
-are written out.
+An archive may hold months of snapshots while the demo replays its busiest stretch, and on a busy disk creating
+thousands of small files costs more than decompressing: the archive is decompressed once into a plain tar beside the
+target (a tar can be listed and read again only by decompressing it again), the stretch is chosen from the members'
+names, only its snapshots are written out, and the plain tar is removed.
 """
 
 from __future__ import annotations
