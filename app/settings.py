@@ -370,6 +370,14 @@ class Settings(BaseSettings):
         default=24, gt=0, description="`up --demo` replays the busiest stretch of this many hours of the snapshots."
     )
 
+    velocity_window_seconds: float = Field(
+        default=1800,
+        gt=0,
+        description="A story's velocity counts the articles that joined it in this window, per minute; above 2 a "
+        "minute from 5 outlets it is breaking (`up --demo` makes it the 12 hours of news the replay's speed "
+        "compresses: 72 s at 600).",
+    )
+
     story_merge_seconds: int = Field(
         default=120,
         description="How often stories that prove to be one are merged (and breaking ones cool down): "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
+from datetime import timedelta
 from typing import Any
 
 from arq import cron
@@ -51,8 +52,10 @@ async def startup(ctx: dict[str, Any]) -> None:
     if "services" in ctx:
         return  # the loop restarted after a Redis outage (jobs/loop.py): the process's handles are still good
     _open(ctx)
-    ctx["clustering"] = ClusteringCache()  # this worker's copy of the active stories (app/stories/store.py)
-    ctx["heartbeat"] = Heartbeat(settings := ctx["settings"])  # its id names the claims this worker holds
+    settings: Settings = ctx["settings"]
+    # this worker's copy of the active stories (app/stories/store.py)
+    ctx["clustering"] = ClusteringCache(timedelta(seconds=settings.velocity_window_seconds))
+    ctx["heartbeat"] = Heartbeat(settings)  # its id names the claims this worker holds
     await ctx["heartbeat"].start()
     if ctx.get("article_worker") and settings.article_fetch_concurrency > 0:
         ctx["article_worker"] = await ArticleWorker.start(settings, ctx)

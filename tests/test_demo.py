@@ -11,8 +11,9 @@ import feedparser
 import httpx
 import pytest
 
-from app.runtime.demo import DemoFeedServer, discover_feeds, unpacked
+from app.runtime.demo import DemoFeedServer, discover_feeds
 from app.runtime.replay import Replay
+from app.runtime.snapshot_archive import unpacked
 from tests.feeds import items, rss
 
 
@@ -69,6 +70,36 @@ def test_snapshots_replay_on_the_compressed_clock_with_dates_moved_to_the_presen
         server.stop()
 
 
+def test_the_replay_begins_with_the_first_feed_request_not_when_the_server_is_made(replay_dir: Path) -> None:
+    made = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
+    clock = Clock(made)
+    server = DemoFeedServer(replay_dir, speed=3600, clock=clock).start()
+    try:
+        clock.now = made + timedelta(minutes=5)  # the worker took a while to start: 5 replayed hours nobody saw
+        url = server.url(server.feeds["/rss/wire"])
+        assert httpx.get(f"http://127.0.0.1:{server.port}/robots.txt").status_code == 404  # not a feed: no start
+        first = feedparser.parse(httpx.get(url).content)
+        assert len(first.entries) == 1  # the stretch's first snapshot, not the one 5 hours in
+        [published] = [datetime(*e.published_parsed[:6], tzinfo=UTC) for e in first.entries]
+        [original] = [datetime(*e.published_parsed[:6], tzinfo=UTC) for e in feedparser.parse(rss(items(1))).entries]
+        assert published == original + (clock.now - datetime(2020, 1, 2, tzinfo=UTC))  # the end lands at this request
+        clock.now += timedelta(seconds=24)
+        assert len(feedparser.parse(httpx.get(url).content).entries) == 2
+    finally:
+        server.stop()
+
+
+def test_the_demo_measures_velocity_over_hours_of_replayed_news() -> None:
+    from app.runtime.supervisor import _demo_environment
+
+    assert _demo_environment({}, 600)["NEWSAGG_VELOCITY_WINDOW_SECONDS"] == "72"  # 12 hours of news at 600x
+    assert _demo_environment({}, 60)["NEWSAGG_VELOCITY_WINDOW_SECONDS"] == "720"
+    assert _demo_environment({}, 60_000)["NEWSAGG_VELOCITY_WINDOW_SECONDS"] == "20"  # several fetches of each feed
+    chosen = _demo_environment({"NEWSAGG_VELOCITY_WINDOW_SECONDS": "1800", "NEWSAGG_CRAWL_TICK_SECONDS": "5"}, 600)
+    assert (chosen["NEWSAGG_VELOCITY_WINDOW_SECONDS"], chosen["NEWSAGG_CRAWL_TICK_SECONDS"]) == ("1800", "5")
+    assert chosen["NEWSAGG_ALLOW_LOOPBACK_SOURCES"] == "true"
+
+
 def test_a_feed_not_yet_begun_answers_503(tmp_path: Path) -> None:
     for name, day in (("early", "20200101"), ("late", "20200103")):
         (tmp_path / name).mkdir()
@@ -117,6 +148,21 @@ def test_an_archive_is_unpacked_once_into_the_home(replay_dir: Path, tmp_path_fa
     assert unpacked(packed, home) == folder
     assert len(discover_feeds(folder)[0].snapshots) == 1  # not unpacked again
     assert unpacked(replay_dir, home) == replay_dir
+
+
+@pytest.mark.parametrize("compression", ["xz", "gz", ""])
+def test_only_the_busiest_stretch_is_unpacked(replay_dir: Path, tmp_path_factory: pytest.TempPathFactory,
+                                              compression: str) -> None:  # fmt: skip
+    (replay_dir / "rss" / "old").mkdir()
+    (replay_dir / "rss" / "old" / "20191201T000000Z.xml").write_bytes(rss(items(1)))  # a month before the rest
+    (replay_dir / "rss" / "wire" / "20200101T120000Z.xml").write_bytes(rss(items(2)))
+    packed = tmp_path_factory.mktemp("packed") / "feeds.tar"
+    with tarfile.open(packed, f"w:{compression}") as archive:
+        archive.add(replay_dir / "rss", "rss")
+    folder = unpacked(packed, tmp_path_factory.mktemp("home"), hours=24)
+    feeds = {feed.path: [p.name for p in feed.snapshots] for feed in discover_feeds(folder)}
+    assert feeds == {"/rss/wire": ["20200101T000000Z.xml", "20200101T120000Z.xml", "20200102T000000Z.xml"]}
+    assert not list(folder.parent.glob("*.tar"))  # the plain copy read on the way is gone
 
 
 def test_a_folder_without_feeds_is_refused(tmp_path: Path) -> None:

@@ -172,6 +172,22 @@ async def test_a_slow_story_from_few_outlets_never_breaks(services: Services, se
                                     .where(OutboxEvent.topic == BREAKING_TOPIC)) == 0  # fmt: skip
 
 
+async def test_a_shorter_velocity_window_makes_outlets_at_once_breaking(services: Services, settings: Settings) -> None:
+    """Ten outlets within a minute: 5 articles in a 30-minute window are not breaking, 10 in a one-minute window (the
+    kind `up --demo` uses) are, by the same rule (more than 2 a minute from at least 5 outlets)."""
+    first = await stored(services, settings, [FED[0]] * 5)
+    await cluster_articles(services.engine, first, ClusteringCache())
+    [story] = await stories(services)
+    assert (story.source_count, story.is_breaking, story.velocity) == (5, False, 5 / 30)
+    more = await stored(services, settings, [FED[0]] * 5, start=5)
+    await cluster_articles(services.engine, more, ClusteringCache(velocity_window=timedelta(minutes=1)))
+    [story] = await stories(services)
+    assert (story.source_count, story.is_breaking, story.velocity) == (10, True, 10.0)
+    async with services.db() as session:
+        [event] = await session.scalars(select(OutboxEvent).where(OutboxEvent.topic == BREAKING_TOPIC))
+    assert (event.payload["story_id"], event.payload["velocity"]) == (story.id, 10.0)
+
+
 async def test_stories_carry_their_articles_topics_and_languages(gql: Any, services: Services,
                                                                  settings: Settings) -> None:  # fmt: skip
     ids = await stored(services, settings, [*APPLE, "Le gouvernement annonce une réforme des retraites en France"])

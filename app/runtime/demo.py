@@ -2,16 +2,18 @@
 
 A folder holding snapshot files is one feed: each fetch serves the snapshot the replay's compressed clock has
 reached (app/runtime/replay.py), its dates shifted to the present, so the crawler sees the feed move as it did when
-the snapshots were taken, only faster. A feed file lying alone is one snapshot; a tar archive of such folders is
-unpacked once into the home. A feed with no snapshot yet at the replay's position answers 503 with Retry-After.
+the snapshots were taken, only faster. The replay's clock starts at the first feed request, not when the server is
+made: the seconds `newsagg up` spends starting its worker would otherwise replay hours of news nobody fetched. A
+feed file lying alone is one snapshot; a tar archive of such folders is unpacked once into the home
+(app/runtime/snapshot_archive.py). A feed with no snapshot yet at the replay's position answers 503 with Retry-After.
 ETag and If-None-Match work, so conditional GET is exercised too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
-import tarfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,9 +23,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from app.runtime.replay import Replay, fetched_at
+from app.runtime.snapshot_archive import FEED_SUFFIXES
 
 log = logging.getLogger(__name__)
-FEED_SUFFIXES = frozenset({".xml", ".rss", ".atom", ".rdf", ".json"})
 
 
 @dataclass
@@ -55,18 +57,6 @@ def discover_feeds(root: Path) -> list[ReplayFeed]:
     return feeds
 
 
-def unpacked(path: Path, home: Path) -> Path:
-    """A folder of snapshots as it is; a tar archive of them (.tar, .tar.xz, ...) unpacked once under `home`/demo."""
-    if not path.is_file() or not tarfile.is_tarfile(path):
-        return path
-    target = home / "demo" / path.name
-    if not (target / ".unpacked").exists():
-        with tarfile.open(path) as archive:
-            archive.extractall(target, filter="data")  # nothing outside `target`, no devices or links out of it
-        (target / ".unpacked").touch()
-    return target
-
-
 def _content_type(path: Path) -> str:
     return "application/feed+json" if path.suffix.lower() == ".json" else "application/xml; charset=utf-8"
 
@@ -79,8 +69,8 @@ def _wall_clock() -> datetime:
 
 
 class DemoFeedServer:
-    """ThreadingHTTPServer on 127.0.0.1 in a daemon thread; `stop()` shuts it down. The replay begins when the
-    server is made: the busiest `hours` of the snapshots, `speed` times faster than they happened."""
+    """ThreadingHTTPServer on 127.0.0.1 in a daemon thread; `stop()` shuts it down. The replay (the busiest `hours`
+    of the snapshots, `speed` times faster than they happened) begins at the first request for a feed."""
 
     def __init__(self, root: Path, port: int = 0, *, speed: float = 1.0, hours: float = 24.0,
                  clock: Clock = _wall_clock) -> None:  # fmt: skip
@@ -88,8 +78,10 @@ class DemoFeedServer:
         if not self.feeds:
             raise ValueError(f"no feed files ({', '.join(sorted(FEED_SUFFIXES))}) under {root}")
         times = [t for feed in self.feeds.values() for t in feed.times]
-        self.replay = Replay.busiest(times, hours, speed, clock())
+        self.replay = Replay.busiest(times, hours, speed, clock())  # `began` is set again by the first request
         self.clock = clock
+        self._begun = threading.Lock()
+        self._began = False
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="demo-feeds", daemon=True)
@@ -108,12 +100,21 @@ class DemoFeedServer:
                  len(self.feeds), self.port, replay.start, replay.end, replay.speed)  # fmt: skip
         return self
 
+    def replay_now(self) -> tuple[Replay, datetime]:
+        """The replay and the real time now; the first call starts the replay's clock."""
+        now = self.clock()
+        with self._begun:
+            if not self._began:
+                self.replay, self._began = dataclasses.replace(self.replay, began=now), True
+                log.info("demo feeds: the replay began with the first feed request")
+            return self.replay, now
+
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        feeds, replay, clock = self.feeds, self.replay, self.clock
+        feeds, replay_now = self.feeds, self.replay_now
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -121,7 +122,8 @@ class DemoFeedServer:
                 if feed is None:
                     self.send_error(404, "no such feed")
                     return
-                snapshot = feed.snapshot_at(replay.position(clock()))
+                replay, now = replay_now()
+                snapshot = feed.snapshot_at(replay.position(now))
                 if snapshot is None:
                     self.send_response(503, "not published yet")
                     self.send_header("Retry-After", "5")

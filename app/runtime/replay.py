@@ -24,9 +24,14 @@ _DATED = re.compile(rb"(<(pubDate|lastBuildDate|published|updated|dc:date|a10:up
 
 def fetched_at(snapshot: Path) -> datetime:
     """When a snapshot was taken: the time its name begins with, else its modification time."""
-    if match := _STAMP.match(snapshot.name):
+    return stamped(snapshot.name) or datetime.fromtimestamp(snapshot.stat().st_mtime, UTC)
+
+
+def stamped(name: str) -> datetime | None:
+    """The fetch time a snapshot's name begins with (`20210920T010329Z_....xml`), if it does."""
+    if match := _STAMP.match(name):
         return datetime.strptime(match.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-    return datetime.fromtimestamp(snapshot.stat().st_mtime, UTC)
+    return None
 
 
 @dataclass(frozen=True)

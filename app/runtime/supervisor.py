@@ -1,8 +1,9 @@
 """`newsagg up`: one process tree for the whole system, stopped in order by Ctrl-C or SIGTERM.
 
-Order of start: home lock → embedded PostgreSQL and Redis (only for URLs not configured) → migrations → demo feed
-server and its sources (demo mode), else the first start (app/runtime/first_start.py) → API processes (several behind
-HAProxy: app/runtime/fleet.py) and workers. Stop runs the same list backwards.
+Order of start: home lock → embedded PostgreSQL and Redis (only for URLs not configured) → migrations → the first
+start (app/runtime/first_start.py; not in demo mode) → API processes (several behind HAProxy: app/runtime/fleet.py)
+and workers → in demo mode, the demo feed server and its sources (the snapshots unpack meanwhile, from the start).
+Stop runs the same list backwards.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import os
 import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 
@@ -25,18 +28,24 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import upgrade_sync
 from app.runtime.children import Child, Policy, Restarted, stop_all, supervise
-from app.runtime.demo import DemoFeedServer, unpacked
+from app.runtime.demo import DemoFeedServer
 from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from app.runtime.first_start import first_start
 from app.runtime.fleet import Fleet
 from app.runtime.fleet import children as fleet_children
 from app.runtime.processes import port_is_free
 from app.runtime.servers_file import clear_servers, write_servers
+from app.runtime.snapshot_archive import unpacked
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
 
 log = logging.getLogger(__name__)
 DEMO_INTERVAL_MINUTES = (0.05, 0.1)  # demo feeds are fetched every 3-6 s: a replayed hour passes in a few seconds
+# Velocity in the demo counts the articles that joined a story in this much replayed news (72 s at 600 times faster):
+# with two dozen feeds, no event gathers the 61 articles from five outlets in 30 minutes that breaking asks for, and
+# 30 real minutes would hold the whole replay. The floor keeps several fetches of each feed in the window.
+DEMO_VELOCITY_NEWS = timedelta(hours=12)
+DEMO_VELOCITY_WINDOW_FLOOR_S = 20
 
 
 class HomeInUse(RuntimeError):
@@ -127,7 +136,8 @@ class _Stop:
 
 def run_up(settings: Settings, options: UpOptions) -> int:
     stop = _Stop()
-    with home_lock(settings.home), embedded_servers(settings) as embedded, contextlib.ExitStack() as stack:
+    with (home_lock(settings.home), _unpacking(options.demo, settings.home, settings.demo_hours) as snapshots,
+          embedded_servers(settings) as embedded, contextlib.ExitStack() as stack):  # fmt: skip
         env = {**os.environ, **embedded.urls, "NEWSAGG_HOME": str(settings.home), **options.environment}
         # the configured URLs as settings read them (postgresql:// becomes asyncpg's), else the embedded servers'
         urls = {"database_url": settings.database_url or embedded.urls.get("DATABASE_URL"),
@@ -138,19 +148,7 @@ def run_up(settings: Settings, options: UpOptions) -> int:
         write_servers(settings.home, embedded.urls)  # the other `newsagg` commands now use these servers
         stack.callback(clear_servers, settings.home)
         if options.demo is not None:
-            demo = _start_demo(settings, options.demo, options.speed)
-            stack.callback(demo.stop)
-            env["NEWSAGG_ALLOW_LOOPBACK_SOURCES"] = "true"
-            # the demo server is ours, not a publisher's: crawl it faster unless told otherwise, and often enough
-            # that the replay's compressed clock is seen moving
-            env.setdefault("NEWSAGG_POLITENESS_REQUESTS_PER_SECOND", "50")
-            env.setdefault("NEWSAGG_POLITENESS_CONCURRENT_PER_SITE", "16")  # every demo feed is on one site
-            env.setdefault("NEWSAGG_CRAWL_TICK_SECONDS", "2")
-            env.setdefault("NEWSAGG_STORY_MERGE_SECONDS", "10")
-            # the replayed entries link to publishers' pages of years ago: a demo does not fetch them
-            env.setdefault("NEWSAGG_ARTICLE_TEXT_ENABLED", "false")
-            demo_floor = {"allow_loopback_sources": True, "crawl_interval_floor_seconds": DEMO_INTERVAL_MINUTES[0] * 60}
-            asyncio.run(_register_demo_sources(effective.model_copy(update=demo_floor), demo))
+            env.update(_demo_environment(env, options.speed))
         else:
             asyncio.run(_with_session(effective, first_start))
         fleet = Fleet(options.host, options.port, options.apis, options.workers)
@@ -160,6 +158,11 @@ def run_up(settings: Settings, options: UpOptions) -> int:
         for child in children:
             child.start()
         _write_children(settings.home, children)
+        if snapshots is not None:
+            demo = _start_demo(settings, snapshots.result(), options.speed)
+            stack.callback(demo.stop)
+            demo_floor = {"allow_loopback_sources": True, "crawl_interval_floor_seconds": DEMO_INTERVAL_MINUTES[0] * 60}
+            asyncio.run(_register_demo_sources(effective.model_copy(update=demo_floor), demo))
         print(f"newsagg is up: GraphQL (GraphiQL, HTTP, WebSocket) at http://{options.host}:{options.port}/graphql",
               flush=True)  # fmt: skip
         # embedded Redis holds derived state only: restarted in place; embedded PostgreSQL exiting stops everything
@@ -170,12 +173,35 @@ def run_up(settings: Settings, options: UpOptions) -> int:
                          started=lambda: _write_children(settings.home, children))  # fmt: skip
 
 
+def _demo_environment(env: dict[str, str], speed: float) -> dict[str, str]:
+    """The demo server is ours, not a publisher's: crawl it faster unless told otherwise, and often enough that the
+    replay's compressed clock is seen moving; velocity measured over a stretch of news, not of real time."""
+    window = max(DEMO_VELOCITY_NEWS.total_seconds() / speed, DEMO_VELOCITY_WINDOW_FLOOR_S)
+    chosen = {"NEWSAGG_POLITENESS_REQUESTS_PER_SECOND": "50",
+              "NEWSAGG_POLITENESS_CONCURRENT_PER_SITE": "16",  # every demo feed is on one site
+              "NEWSAGG_CRAWL_TICK_SECONDS": "2", "NEWSAGG_STORY_MERGE_SECONDS": "10",
+              "NEWSAGG_VELOCITY_WINDOW_SECONDS": f"{window:g}",
+              # the replayed entries link to publishers' pages of years ago: a demo does not fetch them
+              "NEWSAGG_ARTICLE_TEXT_ENABLED": "false"}  # fmt: skip
+    return {**chosen, **{name: env[name] for name in chosen if name in env}, "NEWSAGG_ALLOW_LOOPBACK_SOURCES": "true"}
+
+
+@contextlib.contextmanager
+def _unpacking(demo: Path | None, home: Path, hours: float) -> Iterator[Future[Path] | None]:
+    """The demo's snapshots, unpacked (tens of seconds the first time) while the servers and the children start."""
+    if demo is None:
+        yield None
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="demo-unpack") as background:
+        yield background.submit(unpacked, demo, home, hours)
+
+
 def _start_demo(settings: Settings, folder: Path, speed: float) -> DemoFeedServer:
     """Reuse the last demo port when free, so restarting `up --demo` finds the sources it registered."""
     port_file = settings.home / "demo.port"
     previous = int(port_file.read_text()) if port_file.exists() and port_file.read_text().isdigit() else 0
     port = previous if previous and port_is_free(previous) else 0
-    server = DemoFeedServer(unpacked(folder, settings.home), port, speed=speed, hours=settings.demo_hours).start()
+    server = DemoFeedServer(folder, port, speed=speed, hours=settings.demo_hours).start()
     port_file.write_text(str(server.port))
     return server
 

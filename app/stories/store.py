@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.stories.clustering import Representative, Story, StoryState, story_topics
 from app.stories.models import StoryCluster
 from app.stories.updates import announce_updates
-from app.stories.velocity import announce, measure
+from app.stories.velocity import WINDOW, announce, measure
 
 TOTAL = ""  # the vocabulary row that counts articles
 PRUNE_EVERY = timedelta(minutes=1)  # how often a worker's copy drops stories that left the window
@@ -59,7 +59,8 @@ _CHANGED_VOCABULARY = text("SELECT term, documents, revision FROM story_vocabula
 class ClusteringCache:
     """A worker's copy of the active clustering state, caught up with PostgreSQL before each use."""
 
-    def __init__(self) -> None:
+    def __init__(self, velocity_window: timedelta = WINDOW) -> None:
+        self.velocity_window = velocity_window  # what velocity counts (app/stories/velocity.py)
         self.state = StoryState()
         self.story_revision = 0
         self.vocabulary_revision = 0
@@ -69,7 +70,7 @@ class ClusteringCache:
 
     def reset(self) -> None:
         """After a failed transaction the copy may hold changes PostgreSQL never got: start again."""
-        self.__init__()  # type: ignore[misc]
+        self.__init__(self.velocity_window)  # type: ignore[misc]
 
     @contextlib.asynccontextmanager
     async def locked(self, db: AsyncEngine) -> AsyncIterator[AsyncConnection]:
@@ -133,7 +134,7 @@ class ClusteringCache:
                                                          "revision": revision})  # fmt: skip
             state.observed, state.articles_observed = Counter(), 0
         changed = sorted(i for i in state.changed if i in state.stories)
-        breaking = [state.stories[i] for i in changed if measure(state.stories[i], now)]
+        breaking = [state.stories[i] for i in changed if measure(state.stories[i], now, self.velocity_window)]
         if changed:
             await connection.execute(_SAVE_STORIES, _story_rows([state.stories[i] for i in changed], revision))
         await announce(connection, breaking, now)

@@ -1,5 +1,6 @@
-"""Velocity and breaking news (DESIGN §4): a story's velocity is the articles that joined it in the last 30 minutes,
-per minute; it is breaking while that is above 2 per minute from at least 5 distinct sources. The first transition
+"""Velocity and breaking news (DESIGN §4): a story's velocity is the articles that joined it in the last 30 minutes
+(the window, `NEWSAGG_VELOCITY_WINDOW_SECONDS`), per minute; it is breaking while that is above 2 per minute from at
+least 5 distinct sources. The first transition
 to breaking writes one outbox event per story (deduplicated by key), in the same transaction as the articles that
 caused it; the push side delivers it (Redis pub/sub, GraphQL subscriptions).
 
@@ -21,11 +22,11 @@ BREAKING_SOURCES = 5  # ... from at least this many outlets
 BREAKING_TOPIC = "story.breaking"
 
 
-def measure(story: Story, now: datetime) -> bool:
+def measure(story: Story, now: datetime, window: timedelta = WINDOW) -> bool:
     """The story's velocity and breaking state as of `now`; True when it has just become breaking."""
-    cutoff = (now - WINDOW).timestamp()
+    cutoff = (now - window).timestamp()
     story.recent = [arrival for arrival in story.recent if arrival[0] > cutoff]
-    story.velocity = len(story.recent) / (WINDOW.total_seconds() / 60)
+    story.velocity = len(story.recent) / (window.total_seconds() / 60)
     breaking = story.velocity > BREAKING_PER_MINUTE and len({source for _, source in story.recent}) >= BREAKING_SOURCES
     became = breaking and not story.is_breaking
     story.is_breaking = breaking

@@ -28,7 +28,7 @@ class BreakingEvent(relay.Node):
     cursor: str = strawberry.field(description="Pass to `breakingEvents(after:)` to get what followed this event.")
     at: datetime
     title: str
-    velocity: float = strawberry.field(description="Articles per minute over the last 30 minutes, at that moment.")
+    velocity: float = strawberry.field(description="Articles per minute over the velocity window (30 minutes) then.")
     source_count: int
     topics: list[TopicEnum]  # type: ignore[valid-type]
     languages: list[str]

@@ -32,7 +32,7 @@ class StoryNode(relay.Node):
         "first (an article in a language the topic classifier does not read has none); empty when none has one."
     )
     languages: list[str] = strawberry.field(description="The languages its articles are written in (ISO 639-1).")
-    velocity: float = strawberry.field(description="Articles per minute that joined it in the last 30 minutes.")
+    velocity: float = strawberry.field(description="Articles a minute that joined it in the velocity window (30 min).")
     is_breaking: bool = strawberry.field(description="More than 2 articles a minute from at least 5 outlets.")
     breaking_started_at: datetime | None = strawberry.field(description="When it first became breaking.")
     representative_article_id: strawberry.Private[int | None]
