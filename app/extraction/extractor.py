@@ -1,7 +1,7 @@
 """An article page to its main text, title, author, date, lead image and language, by trafilatura.
 
 Chosen by measurement on the article extraction benchmark's pages (`newsagg eval extraction`, README): trafilatura
-with `favor_precision` and without comments scored F1 0.975 against readability-lxml's 0.956, in about the same time
+with `favor_precision` and without comments scored F1 0.973 against readability-lxml's 0.956, in about the same time
 per page, and it also reads the metadata (JSON-LD, OpenGraph, meta tags) that readability does not. Blocking and
 CPU-bound: the worker calls it in a process apart (app/extraction/pool.py).
 """
