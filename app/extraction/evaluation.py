@@ -1,6 +1,6 @@
 """`newsagg eval extraction`: article text extraction measured on the article extraction benchmark's pages
 (`html/<id>.html.gz` and `ground-truth.json`, scrapinghub/article-extraction-benchmark) with its metric
-(app/extraction/metric.py); `--compare` runs readability-lxml (the `eval` extra) on the same pages beside it."""
+(app/extraction/metric.py); `--compare` runs readability-lxml (the `compare` extra) on the same pages beside it."""
 
 from __future__ import annotations
 
@@ -23,7 +23,12 @@ def shipped(page: bytes, url: str | None) -> str:
 
 def readability_lxml(page: bytes, url: str | None) -> str:
     import lxml.html  # type: ignore[import-untyped]
-    from readability import Document  # type: ignore[import-untyped]  # the eval extra
+
+    try:
+        from readability import Document  # the compare extra
+    except ImportError as missing:
+        needed = "newsagg eval extraction --compare needs readability-lxml: pip install -e '.[compare]'"
+        raise SystemExit(needed) from missing
 
     summary = Document(page.decode("utf-8", "replace"), url=url).summary(html_partial=True)
     return str(lxml.html.fromstring(summary).text_content()) if summary.strip() else ""
