@@ -9,6 +9,7 @@ sought again.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 
@@ -64,18 +65,17 @@ async def fetch_article_text(
             return TextOutcome(article_id, "deferred", retry_in_s=admission.wait_s)
     policy = FetchPolicy(settings.article_max_bytes, settings.fetch_max_redirects)
     try:
-        async with politeness.slot(target.url) as held:  # the site's cap on requests in flight counts pages too
-            if not held:
-                return TextOutcome(article_id, "deferred", retry_in_s=settings.politeness_slot_retry_seconds)
-            page = await fetch_feed(http, target.url, policy, etag=target.etag, last_modified=target.last_modified)
+        fetch = functools.partial(fetch_feed, http, target.url, policy, etag=target.etag,
+                                  last_modified=target.last_modified)  # fmt: skip
+        page = await politeness.fetch_within_site(target.url, fetch)  # the site's cap counts pages too
     except FetchError as error:
-        if error.throttled:  # a 429/503 on a page slows the whole site, its feeds included
-            await politeness.back_off(target.url, error.retry_after_s)
         delays = settings.crawl_retry_delays_seconds
         if (error.transient or error.throttled) and attempt <= len(delays):
             wait = max(delays[attempt - 1], error.retry_after_s or 0.0)
             return TextOutcome(article_id, "retry", error.error_class, retry_in_s=wait)
         return await _failed(db, target, error)
+    if page is None:
+        return TextOutcome(article_id, "deferred", retry_in_s=settings.politeness_slot_retry_seconds)
     if page.not_modified:
         return TextOutcome(article_id, "not_modified")
     try:

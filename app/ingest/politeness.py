@@ -17,8 +17,9 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -31,6 +32,7 @@ from app.observability.work import count_fetch_failure
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 ROBOTS_AGENT = "newsagg"
 ROBOTS_ERROR_TTL_S = 600  # an unreachable robots.txt is retried after 10 minutes
 _ALLOW_ALL = ""
@@ -137,6 +139,17 @@ class Politeness:
         finally:
             if taken:
                 await self._redis.zrem(key, lease)
+
+    async def fetch_within_site(self, url: str, fetch: Callable[[], Awaitable[T]]) -> T | None:
+        """`fetch()` within one of the site's concurrent requests, None when they are all taken; a 429/503 it raises
+        (a FetchError) holds the whole site back, its feeds and pages alike, before it goes on to the caller."""
+        try:
+            async with self.slot(url) as held:
+                return await fetch() if held else None
+        except FetchError as error:
+            if error.throttled:
+                await self.back_off(url, error.retry_after_s)
+            raise
 
     async def robots(self, host: str) -> Protego:
         """The rules of `host` (an origin); an unreachable robots.txt reads as disallow-all (RFC 9309)."""

@@ -109,8 +109,6 @@ async def refresh_source(
     try:
         fetched = await _fetch(http, settings, plan.source, politeness, fetched_at)
     except FetchError as error:
-        if error.throttled and politeness is not None:  # the whole site slows down, not only this feed
-            await politeness.back_off(plan.source.feed_url, error.retry_after_s)
         delays = settings.crawl_retry_delays_seconds
         if error.transient and attempt <= len(delays):
             count_fetch_failure("feed", error.error_class)
@@ -131,10 +129,7 @@ async def _fetch(
     """The feed, fetched within one of its site's concurrent requests; None when they are all taken."""
     fetch = functools.partial(fetch_feed, http, source.feed_url, FetchPolicy.from_settings(settings),
                               etag=source.etag, last_modified=source.last_modified, now=now)  # fmt: skip
-    if politeness is None:
-        return await fetch()
-    async with politeness.slot(source.feed_url) as held:
-        return await fetch() if held else None
+    return await (fetch() if politeness is None else politeness.fetch_within_site(source.feed_url, fetch))
 
 
 async def ingest_body(
