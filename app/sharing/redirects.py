@@ -49,6 +49,7 @@ class ShareRedirects:
         self._cache_s = settings.share_link_cache_seconds
         self._story_page = settings.share_story_url
         self._key: bytes | None = None
+        self._key_read = asyncio.Lock()  # the first visits at once read it once
         self._lookups: dict[str, asyncio.Task[Cached]] = {}
 
     async def follow(self, code: str, visit: Visit, now: datetime | None = None) -> Followed:
@@ -80,10 +81,13 @@ class ShareRedirects:
         return outcome
 
     async def _signing_key(self) -> bytes:
-        if self._key is None:
-            async with self._db.begin() as session:
-                self._key = await links.signing_key(session, codes.new_key())
-        return self._key
+        if self._key is not None:
+            return self._key
+        async with self._key_read:
+            if self._key is None:
+                async with self._db.begin() as session:
+                    self._key = await links.signing_key(session, codes.new_key())
+            return self._key
 
     @classmethod
     def forget_keys(cls) -> None:
