@@ -12,7 +12,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import create_async_engine
 
+from app.db.engine import session_factory
 from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings
@@ -138,6 +140,31 @@ async def test_without_redis_a_link_is_followed_from_postgresql_uncounted(
         await dead.aclose()
     assert followed.outcome is Outcome.FOUND
     assert followed.url == url
+
+
+async def test_without_postgresql_an_uncached_link_is_unavailable_not_an_error(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    code, url = await shared_link(gql, services, settings)
+    visit = visit_of("GET", BROWSER, None, None, "198.51.100.8")
+    engine = create_async_engine(f"postgresql+asyncpg://newsagg@127.0.0.1:{free_port()}/none")
+    try:
+        gone_database = ShareRedirects(session_factory(engine), services.redis, settings)
+        assert (await gone_database.follow(code, visit)).outcome is Outcome.UNAVAILABLE  # the key cannot be read
+        warm = ShareRedirects(services.db, services.redis, settings)
+        assert (await warm.follow(code, visit)).outcome is Outcome.FOUND  # its destination is in Redis now
+        gone_database._key = await _key_of(services)  # as in a process that read the key before the database went
+        followed = await gone_database.follow(code, visit)  # cached: no database needed
+        assert followed.outcome is Outcome.FOUND
+        assert followed.url == url
+        assert (await gone_database.follow(codes.mint(gone_database._key), visit)).outcome is Outcome.UNAVAILABLE
+    finally:
+        await engine.dispose()
+
+
+async def _key_of(services: Services) -> bytes:
+    async with services.db.begin() as session:
+        return await signing_key(session, codes.new_key())
 
 
 def test_a_code_verifies_only_with_its_key_and_its_exact_characters() -> None:

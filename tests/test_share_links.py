@@ -256,3 +256,11 @@ async def test_a_story_link_follows_the_story_it_merged_into_or_a_story_page(
     assert merged.url == await article_url(services, survivor_articles[0])
     assert page is not None
     assert page.url == f"https://news.example/stories/{survivor}"
+
+
+def test_the_workers_flush_share_clicks_on_their_schedule(settings: Settings) -> None:
+    from jobs.worker import worker_options
+
+    crons = {job.name: job for job in worker_options(settings)["cron_jobs"]}
+    flush = next(job for name, job in crons.items() if "flush_share_clicks" in name)
+    assert flush.second == set(range(0, 60, settings.share_click_flush_seconds))

@@ -19,12 +19,15 @@ FOUND_HEADERS = {"cache-control": "private, max-age=90", "referrer-policy": "no-
 PAGE_HEADERS = {"referrer-policy": "no-referrer", "x-content-type-options": "nosniff",
                 "content-security-policy": "default-src 'none'"}  # fmt: skip
 CACHE_OF = {Outcome.MALFORMED: "public, max-age=86400", Outcome.UNKNOWN: "public, max-age=300",
-            Outcome.GONE: "public, max-age=3600"}  # fmt: skip
+            Outcome.GONE: "public, max-age=3600", Outcome.UNAVAILABLE: "no-store"}  # fmt: skip
+RETRY_AFTER_S = "5"
 PAGES = {
     Outcome.MALFORMED: (404, "This link does not exist."),
     Outcome.UNKNOWN: (404, "This link does not exist."),
     Outcome.GONE: (410, "The article this link led to is no longer available."),
+    Outcome.UNAVAILABLE: (503, "This link cannot be followed right now. Please try again in a moment."),
 }
+TITLES = {404: "Link not found", 410: "Link gone", 503: "Try again soon"}
 _PAGE = ("<!doctype html><html lang=en><meta charset=utf-8><title>{title}</title>"
          "<body><h1>{title}</h1><p>{text}</p></body></html>")  # fmt: skip
 
@@ -50,8 +53,10 @@ def share_link_routes(services: Callable[[], Services]) -> list[Route]:
         if followed.outcome is Outcome.FOUND and followed.url:
             return RedirectResponse(followed.url, status_code=302, headers=FOUND_HEADERS)
         status, text = PAGES[followed.outcome]
-        page = _PAGE.format(title="Link not found" if status == 404 else "Link gone", text=text)
-        return HTMLResponse(page, status, headers={**PAGE_HEADERS, "cache-control": CACHE_OF[followed.outcome]})
+        answer = {**PAGE_HEADERS, "cache-control": CACHE_OF[followed.outcome]}
+        if status == 503:
+            answer["retry-after"] = RETRY_AFTER_S
+        return HTMLResponse(_PAGE.format(title=TITLES[status], text=text), status, headers=answer)
 
     route = Route("/s/{code}", follow, methods=["GET", "HEAD"], name="share_link")
     route.redirects = redirects_of  # type: ignore[attr-defined]  # tests reach the process's redirector through it

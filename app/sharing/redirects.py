@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from prometheus_client import Counter
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.settings import Settings
@@ -31,6 +32,7 @@ class Outcome(enum.StrEnum):
     GONE = "gone"  # the article or story was deleted: 410
     UNKNOWN = "unknown"  # a code we never issued: 404
     MALFORMED = "malformed"  # not the shape or signature of one: 404, nothing looked up
+    UNAVAILABLE = "unavailable"  # not cached, and PostgreSQL did not answer: 503
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,14 @@ class ShareRedirects:
         self._lookups: dict[str, asyncio.Task[Cached]] = {}
 
     async def follow(self, code: str, visit: Visit, now: datetime | None = None) -> Followed:
+        try:
+            return await self._follow(code, visit, now)
+        except (SQLAlchemyError, OSError) as error:  # the key or a destination not cached could not be read
+            log.warning("share link %r not followed, the database is unavailable: %s", code[:32], error)
+            FOLLOWED.labels(Outcome.UNAVAILABLE).inc()
+            return Followed(Outcome.UNAVAILABLE)
+
+    async def _follow(self, code: str, visit: Visit, now: datetime | None) -> Followed:
         if not codes.well_formed(code) or not codes.authentic(code, await self._signing_key()):
             FOLLOWED.labels(Outcome.MALFORMED).inc()
             return Followed(Outcome.MALFORMED)
