@@ -21,9 +21,10 @@ from app.settings import Settings
 from app.sharing import codes
 from app.sharing.redirects import Outcome, ShareRedirects
 from app.sharing.repository import signing_key
+from app.sharing.service import MAX_DAYS
 from app.sharing.visits import OTHER, is_preview, referrer_host, visit_of
 from tests.conftest import GraphQLClient, count_queries
-from tests.newsroom import StorySpec, add_source, add_story, global_id, sign_up
+from tests.newsroom import PASSWORD, StorySpec, add_source, add_story, global_id, log_in, sign_up
 
 BROWSER = "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_6) AppleWebKit/605.1.15 (KHTML, like Gecko) Safari/605.1.15"
 FLOOD = 3000
@@ -50,6 +51,12 @@ async def shared_link(gql: GraphQLClient, services: Services, settings: Settings
     data = await reader.run("ShareLinkCreate", input={"articleId": global_id("Article", articles[0])})
     link = data["shareLinkCreate"]["shareLink"]
     return link["code"], link["target"]["url"]
+
+
+async def log_in_token(gql: GraphQLClient) -> str:
+    """The bearer token of the reader `shared_link` signed up."""
+    token: str = (await log_in(gql, "reader@example.com", PASSWORD))["token"]
+    return token
 
 
 async def statuses(web: httpx.AsyncClient, paths: list[str]) -> set[int]:
@@ -81,6 +88,34 @@ async def test_a_flood_of_made_up_codes_costs_no_query_and_no_redis_key(
 
 async def share_keys_of(services: Services) -> list[bytes]:
     return sorted([key async for key in services.redis.scan_iter(match="newsagg:share:*")])
+
+
+async def test_one_visitor_hammering_a_real_link_with_made_up_referrers_counts_once_and_adds_no_keys(
+    gql: GraphQLClient, services: Services, settings: Settings, web: httpx.AsyncClient
+) -> None:
+    code, _ = await shared_link(gql, services, settings)
+    assert (await web.get(f"/s/{code}", follow_redirects=False)).status_code == 302
+    keys = await share_keys_of(services)
+    referrers = [f"https://{secrets.token_hex(8)}.example/{k}" for k in range(500)]
+    for start in range(0, len(referrers), 50):
+        replies = await asyncio.gather(*(web.get(f"/s/{code}", headers={"referer": referrer}, follow_redirects=False)
+                                         for referrer in referrers[start : start + 50]))  # fmt: skip
+        assert {reply.status_code for reply in replies} == {302}
+    assert await share_keys_of(services) == keys
+    pending = await services.redis.hgetall("newsagg:share:pending")
+    assert list(pending.values()) == [b"1"]  # the first visit; the rest were the same reader that day
+
+
+async def test_hostile_share_link_queries_are_answered_not_failed(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    code, _ = await shared_link(gql, services, settings)
+    reader = gql.as_(await log_in_token(gql))
+    for hostile in ("A" * 10_000, quote(FULL_WIDTH), "", code.lower()):
+        assert (await reader.run("ShareLink", code=hostile))["shareLink"] is None
+    for days in (-5, 0, 10**9):
+        clicks = (await reader.run("ShareLink", code=code, days=days))["shareLink"]["clicks"]
+        assert 1 <= len(clicks["byDay"]) <= MAX_DAYS
 
 
 async def test_codes_we_signed_but_do_not_hold_are_looked_up_once_each(
