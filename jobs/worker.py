@@ -43,6 +43,7 @@ from jobs.loop import ResilientWorker, retried_on_redis
 from jobs.outbox import relay_outbox_job
 from jobs.retention import RETENTION_TIMEOUT_S, retention_job
 from jobs.search import recent_index_job, sync_search_job
+from jobs.sharing import flush_share_clicks_job
 from jobs.stories import merge_stories_job, understand_articles_job
 from jobs.sweeper import sweep_job
 from jobs.websub import websub_renew, websub_subscribe_job
@@ -187,6 +188,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             _cron(merge_stories_job, **_every(settings.story_merge_seconds)),
             _cron(crawl_priority_job, **_every(settings.crawl_priority_every_seconds)),
             _cron(relay_outbox_job, second=tick_seconds(5)),
+            _cron(flush_share_clicks_job, **_every(settings.share_click_flush_seconds)),
             _cron(sync_search_job, second=tick_seconds(5)),
             _cron(sweep_job, second=tick_seconds(settings.sweep_seconds), run_at_startup=True),
             _cron(sample_backlogs_job, second=tick_seconds(SAMPLE_SECONDS), run_at_startup=True),

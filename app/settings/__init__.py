@@ -27,7 +27,7 @@ class Settings(OperationsSettings, ServingSettings, CrawlSettings, ApiSettings, 
 
     model_config = SettingsConfigDict(env_prefix="NEWSAGG_", env_file=".env", extra="ignore", populate_by_name=True)
 
-    @field_validator("story_merge_seconds", "crawl_priority_every_seconds")
+    @field_validator("story_merge_seconds", "crawl_priority_every_seconds", "share_click_flush_seconds")
     @classmethod
     def _whole_cycles(cls, seconds: int) -> int:
         if not (0 < seconds < 60 and 60 % seconds == 0) and not (seconds >= 60 and 3600 % seconds == 0 == seconds % 60):

@@ -1,8 +1,8 @@
-"""What readers are served: feeds, stories' velocity and merging, search, and the demo's clock."""
+"""What readers are served: feeds, stories' velocity and merging, search, share links, and the demo's clock."""
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings
 
 
@@ -64,6 +64,37 @@ class ServingSettings(BaseSettings):
         default=30,
         description="Longest wait before the index sync retries events the index refused (back-off doubles up to it).",
     )
+
+    # --- share links -------------------------------------------------------------------------------------------------
+    share_links_per_hour: int = Field(
+        default=60,
+        ge=1,
+        description="Share links a reader may create per hour (shareLinkCreate; sharing the same thing again is free).",
+    )
+    share_link_cache_seconds: int = Field(
+        default=24 * 3600,
+        gt=0,
+        description="How long Redis keeps a share code's destination (filled from PostgreSQL on a miss); a deleted "
+        "target's is evicted by the workers within NEWSAGG_SHARE_CLICK_FLUSH_SECONDS.",
+    )
+    share_click_flush_seconds: int = Field(
+        default=30,
+        description="How often the workers write share-link clicks counted in Redis to PostgreSQL (divides a minute "
+        "or an hour): `clicks` and click_count lag this much.",
+    )
+    share_story_url: str | None = Field(
+        default=None,
+        description="A story's share link leads here, `{story_id}` replaced (e.g. https://news.example/stories/"
+        "{story_id}); unset: to the story's representative article.",
+    )
+
+    @field_validator("share_story_url")
+    @classmethod
+    def _story_page(cls, url: str | None) -> str | None:
+        """A share link never leads anywhere but an http(s) page: no open redirect through a misconfiguration."""
+        if url and not url.startswith(("https://", "http://")):
+            raise ValueError("must be an http(s) URL")
+        return url or None
 
     # --- demo --------------------------------------------------------------------------------------------------------
     demo_speed: float = Field(
