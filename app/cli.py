@@ -69,6 +69,14 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     opml_export = opml_commands.add_parser("export", help="write all sources as OPML 2.0")
     opml_export.add_argument("file", type=Path, nargs="?", help="output file (default: standard output)")
 
+    source_commands = commands.add_parser("sources", help="sources (embedded PostgreSQL if no URL)").add_subparsers(
+        dest="sources_command", required=True, metavar="ACTION")  # fmt: skip
+    merge = source_commands.add_parser(
+        "merge", help="merge source OTHER into SURVIVOR (one feed under two ids): its articles, fetch log, archive, "
+        "follows and mutes move; OTHER is deleted")  # fmt: skip
+    merge.add_argument("survivor", type=int, metavar="SURVIVOR", help="the source kept, with its settings")
+    merge.add_argument("other", type=int, metavar="OTHER", help="the source merged into it and deleted")
+
     users = commands.add_parser("users", help="accounts (embedded PostgreSQL if no URL)")
     user_commands = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
     create_admin = user_commands.add_parser(
@@ -258,6 +266,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return database.migrate(settings, args.revision, first_start=args.first_start)
     if args.command == "opml":
         return sources.opml(settings, args)
+    if args.command == "sources":
+        return sources.merge(settings, args.survivor, args.other)
     if args.command == "users":
         return accounts.users(settings, args)
     if args.command == "documents":
