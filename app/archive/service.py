@@ -62,7 +62,7 @@ async def keep(
         except ValueError as error:  # a damaged reference: this body is stored whole, and the next ones against it
             log.warning("archive: reference body %s of source %s is damaged (%s)", current.id, source_id, error)
     dictionary = against.dictionary if against else None
-    body = await _off_loop_if_large(len(fetched.body), partial(compress, fetched.body, level=level,
+    body = await off_loop_if_large(len(fetched.body), partial(compress, fetched.body, level=level,
                                                                reference=dictionary))  # fmt: skip
     await repository.add(db, id=fetch_id, source_id=source_id, url=fetched.final_url, status_code=fetched.status_code,
                          headers=fetched.headers, raw_bytes=len(fetched.body),
@@ -80,13 +80,13 @@ async def reference(db: Executor, settings: Settings, reference_id: int) -> Refe
         return found
     REFERENCE_READS.labels("database").inc()
     frame, raw_bytes = await repository.reference_frame(db, reference_id)
-    made = await _off_loop_if_large(
+    made = await off_loop_if_large(
         raw_bytes, partial(prepare, reference_id, frame, level=settings.fetch_archive_level)
     )
     return cache.put(made)
 
 
-async def _off_loop_if_large(raw_bytes: int, work: Callable[[], T]) -> T:
+async def off_loop_if_large(raw_bytes: int, work: Callable[[], T]) -> T:
     """zstd work on a body of `raw_bytes`: in the parser thread when large, else at once on the loop."""
     return await in_parser_thread(work) if raw_bytes >= OFF_LOOP_BYTES else work()
 
