@@ -227,3 +227,32 @@ async def test_a_fetch_within_the_since_window_only(services: Services, settings
     done = await replay(services.engine, settings, source_id, since=datetime.now(UTC) + timedelta(days=1))
 
     assert (done.fetches, done.batches, done.items) == (0, 0, 0)
+
+
+async def test_a_fetch_after_a_damaged_reference_is_stored_whole_and_becomes_the_next_reference(
+    services: Services, settings: Settings, feed_server: FeedServer
+) -> None:
+    from app.ingest.fetch import new_http_client
+    from app.ingest.refresh import refresh_source
+
+    source_id = await add_source(services, settings, "mended")
+    async with services.engine.begin() as connection:
+        await connection.execute(text("UPDATE sources SET feed_url = :url WHERE id = :id"),
+                                 {"url": feed_server.url("/mended.xml"), "id": source_id})  # fmt: skip
+    bodies = [rss(items(3, start=k)) for k in range(3)]
+    async with new_http_client(settings) as http:
+        for number, body in enumerate(bodies):
+            if number == 1:  # the reference's frame damaged on disk before the second fetch (and not cached yet)
+                service.forget_references()
+                async with services.engine.begin() as connection:
+                    await connection.execute(text("UPDATE fetch_archive SET body = '\\x00'::bytea"))
+            feed_server.routes["/mended.xml"] = Reply(200, body, {"Content-Type": "application/rss+xml"})
+            assert (await refresh_source(services.engine, http, settings, source_id)).status == "fetched"
+
+    async with services.db() as session:
+        rows = (await session.execute(text("SELECT id, reference_id FROM fetch_archive ORDER BY id"))).all()
+    assert [r.reference_id for r in rows] == [None, None, rows[1].id]
+    async with services.engine.connect() as connection:
+        archived = await service.archived_body(connection, settings, rows[2].id)
+    assert archived is not None
+    assert b"".join(archived.chunks) == bodies[2]

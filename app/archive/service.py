@@ -59,7 +59,7 @@ async def keep(
     if current is not None and current.followers + 1 < settings.fetch_archive_reference_every:
         try:
             against = await reference(db, settings, current.id)
-        except ValueError as error:  # a damaged reference: this body is stored whole, and the next ones against it
+        except (ValueError, LookupError) as error:  # damaged, or pruned since: this body is stored whole instead
             log.warning("archive: reference body %s of source %s is damaged (%s)", current.id, source_id, error)
     dictionary = against.dictionary if against else None
     body = await off_loop_if_large(len(fetched.body), partial(compress, fetched.body, level=level,
