@@ -80,9 +80,7 @@ async def reference(db: Executor, settings: Settings, reference_id: int) -> Refe
         return found
     REFERENCE_READS.labels("database").inc()
     frame, raw_bytes = await repository.reference_frame(db, reference_id)
-    made = await off_loop_if_large(
-        raw_bytes, partial(prepare, reference_id, frame, level=settings.fetch_archive_level)
-    )
+    made = await off_loop_if_large(raw_bytes, partial(prepare, reference_id, frame, level=settings.fetch_archive_level))
     return cache.put(made)
 
 
