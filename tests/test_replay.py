@@ -22,12 +22,17 @@ from app.commands.archive import summary
 from app.services import Services
 from app.settings import Settings
 from app.sources.models import FetchLog
+from app.stories.updates import STORY_UPDATED_TOPIC
 from tests.archives import archive_bodies
 from tests.conftest import newsagg
 from tests.feeds import FeedServer, Reply, items, rss
 from tests.newsroom import add_source
 
 SINCE = datetime(2000, 1, 1, tzinfo=UTC)
+STORY_UPDATES = text(f"""
+    SELECT count(*) FROM outbox WHERE topic = '{STORY_UPDATED_TOPIC}'
+    AND payload ->> 'story_id' = (SELECT CAST(cluster_id AS text) FROM articles WHERE id = :article)
+""")
 
 
 def _cli(settings: Settings, *args: str) -> Any:
@@ -198,11 +203,20 @@ async def test_replay_understands_what_it_changes_and_clusters_what_it_adds(
             {"id": misread},
         )
         searched_before = await session.scalar(text("SELECT count(*) FROM outbox WHERE topic = 'search'"))
+        story_updates_before = await session.scalar(STORY_UPDATES, {"article": misread})
 
     first = await replay(services.engine, settings, source_id, since=SINCE)
+    async with services.db() as session:
+        story_updates_first = await session.scalar(STORY_UPDATES, {"article": misread})
     second = await replay(services.engine, settings, source_id, since=SINCE)
 
-    assert (first.new, first.updated, first.clustered, first.understood_again) == (1, 1, 1, 1)
+    assert (first.new, first.updated, first.clustered, first.understood_again, first.stories_repaired) == (
+        1,
+        1,
+        1,
+        1,
+        1,
+    )
     assert (second.new, second.updated, second.clustered, second.understood_again) == (0, 0, 0, 0)
     async with services.db() as session:
         fixed = (await session.execute(select(Article).where(Article.id == misread))).scalar_one()
@@ -210,6 +224,7 @@ async def test_replay_understands_what_it_changes_and_clusters_what_it_adds(
         entities = list(await session.scalars(text("SELECT key FROM article_entities WHERE article_id = :id"),
                                               {"id": misread}))  # fmt: skip
         searched = await session.scalar(text("SELECT count(*) FROM outbox WHERE topic = 'search'"))
+        story_updates = await session.scalar(STORY_UPDATES, {"article": misread})
     assert fixed.summary == "Summary of Story 1"
     assert fixed.simhash == simhash(f"{fixed.title}\n{fixed.summary}")
     assert fixed.language == "en"
@@ -217,7 +232,12 @@ async def test_replay_understands_what_it_changes_and_clusters_what_it_adds(
     assert back.simhash is not None
     assert back.cluster_id is not None
     assert searched > searched_before
+    assert story_updates_first > story_updates_before  # its story labelled again, and its subscribers told
+    assert story_updates == story_updates_first  # the second replay: nothing
     assert second.changed_nothing
+    async with services.db() as session:
+        story = await session.scalar(text("SELECT topics FROM story_clusters WHERE id = :id"), {"id": fixed.cluster_id})
+    assert story == fixed.topics  # the misread article's story labelled from its new topics
 
 
 async def test_a_fetch_within_the_since_window_only(services: Services, settings: Settings) -> None:

@@ -5,7 +5,8 @@ summary says so). Within one replay the first archived version of an entry wins,
 insert-once): an entry a publisher edited between two fetches is compared with the version of the earliest fetch
 replayed, not flipped through every version. What replay stores goes on as ingest's does: new articles are announced,
 understood and clustered into stories at once; a stored article whose text changed is understood again (language,
-topics, entities, fingerprint, copy mark; the search index hears of it through the articles trigger).
+topics, entities, fingerprint, copy mark; the search index hears of it through the articles trigger), and its story
+is labelled again from its articles (topics, languages, headline; its subscribers hear of it).
 
 Streamed in batches: a batch is at most `replay_batch_fetches` fetches and `replay_batch_mb` of bodies as received
 (one larger body alone is a batch of its own), listed by keyset and read then, and each body is decompressed only
@@ -36,6 +37,7 @@ from app.ingest.parse import FeedParseError, ParsedEntry, TextLimits, parse_feed
 from app.ingest.parser_thread import in_parser_thread
 from app.ingest.refresh import article_rows
 from app.settings import Settings
+from app.stories.repair import lock_clustering, repair_stories
 from app.stories.service import cluster_articles
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,7 @@ class ReplaySummary:
     damaged: int = 0  # bodies that do not decompress (a bad frame, a missing or damaged reference)
     clustered: int = 0  # new articles placed in a story
     understood_again: int = 0  # updated articles understood anew
+    stories_repaired: int = 0  # stories holding updated articles, labelled again
     batches: int = 0
     largest_batch_bytes: int = 0  # of bodies as received, in one batch
     changes: list[Change] = field(default_factory=list)  # the first SHOWN updates
@@ -198,6 +201,10 @@ async def _follow_up(db: AsyncEngine, new_ids: list[int], updated_ids: list[int]
     if updated_ids:
         await understand_articles(db, updated_ids, now=now, again=True)
         done.understood_again += len(updated_ids)
+        async with db.begin() as connection:  # their stories' topics, languages and headline from the new labels
+            await lock_clustering(connection)
+            stories = await repository.stories_of(connection, updated_ids)
+            done.stories_repaired += (await repair_stories(connection, stories, [])).stories
 
 
 def _first_versions(entries: list[ParsedEntry], seen: set[str]) -> list[ParsedEntry]:

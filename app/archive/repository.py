@@ -146,5 +146,11 @@ async def update_texts(db: Executor, changes: dict[int, tuple[str, str, str | No
         })  # fmt: skip
 
 
+async def stories_of(db: Executor, article_ids: Sequence[int]) -> list[int]:
+    """The stories holding these articles."""
+    query = select(Article.cluster_id).where(Article.id.in_(list(article_ids)), Article.cluster_id.is_not(None))
+    return sorted({story for story in await db.scalars(query) if story is not None})
+
+
 async def source_exists(db: Executor, source_id: int) -> bool:
     return await db.scalar(select(Source.id).where(Source.id == source_id)) is not None

@@ -49,7 +49,8 @@ def summary(done: ReplaySummary, source_id: int, since: datetime) -> str:
         lines.append("nothing changed: the articles stored are what today's parser reads in these fetches")
     else:
         lines.append(f"new articles clustered into stories: {done.clustered:,}; "
-                     f"updated articles understood again: {done.understood_again:,}")  # fmt: skip
+                     f"updated articles understood again: {done.understood_again:,}, "
+                     f"their stories labelled again: {done.stories_repaired:,}")  # fmt: skip
     if done.changes:
         lines.append(f"updated articles (the first {len(done.changes)}):")
         lines += [f"  article {c.article_id} from fetch {c.fetch_id}: {', '.join(c.fields)}" for c in done.changes]
