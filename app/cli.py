@@ -69,6 +69,14 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     opml_export = opml_commands.add_parser("export", help="write all sources as OPML 2.0")
     opml_export.add_argument("file", type=Path, nargs="?", help="output file (default: standard output)")
 
+    source_commands = commands.add_parser("sources", help="sources (embedded PostgreSQL if no URL)").add_subparsers(
+        dest="sources_command", required=True, metavar="ACTION")  # fmt: skip
+    merge = source_commands.add_parser(
+        "merge", help="merge source OTHER into SURVIVOR (one feed under two ids): its articles, fetch log, archive, "
+        "follows and mutes move; OTHER is deleted")  # fmt: skip
+    merge.add_argument("survivor", type=int, metavar="SURVIVOR", help="the source kept, with its settings")
+    merge.add_argument("other", type=int, metavar="OTHER", help="the source merged into it and deleted")
+
     users = commands.add_parser("users", help="accounts (embedded PostgreSQL if no URL)")
     user_commands = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
     create_admin = user_commands.add_parser(
@@ -109,7 +117,12 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         dest="fetch_command", required=True, metavar="ACTION")  # fmt: skip
     fetch_show = fetch_commands.add_parser("show", help="what one fetch received and the articles it produced")
     fetch_show.add_argument("id", type=int, help="the fetch's id (the fetch log's)")
-    fetch_show.add_argument("--body", action="store_true", help="print the archived body as received instead")
+    fetch_show.add_argument("--body", action="store_true", help="print the archived body as received instead (its "
+                            "first MB, with a note on stderr when there is more; control characters escaped on a "
+                            "terminal)")  # fmt: skip
+    fetch_show.add_argument("--full", action="store_true", help="with --body: all of it, however large")
+    fetch_show.add_argument("--max-bytes", type=int, default=1024 * 1024, metavar="N",
+                            help="with --body: print at most N bytes (default 1 MB)")  # fmt: skip
     entity_commands = commands.add_parser("entities", help="named entities of stored articles").add_subparsers(
         dest="entities_command", required=True, metavar="WHAT")  # fmt: skip
     entity_commands.add_parser("backfill", help="extract the entities of articles stored before entities were")
@@ -253,6 +266,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return database.migrate(settings, args.revision, first_start=args.first_start)
     if args.command == "opml":
         return sources.opml(settings, args)
+    if args.command == "sources":
+        return sources.merge(settings, args.survivor, args.other)
     if args.command == "users":
         return accounts.users(settings, args)
     if args.command == "documents":
@@ -264,7 +279,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
     if args.command == "replay":
         return archive.replay(settings, args.source, args.since)
     if args.command == "fetch":
-        return archive.show(settings, args.id, args.body)
+        limit = None if args.full else max(args.max_bytes, 0)
+        return archive.show(settings, args.id, args.body, limit=limit)
     if args.command == "entities":
         return articles.backfill_entities(settings)
     if args.command == "eval":

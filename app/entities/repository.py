@@ -49,6 +49,13 @@ async def save(db: Executor, found: dict[int, list[Entity]]) -> None:
     })  # fmt: skip
 
 
+async def forget(db: Executor, article_ids: Sequence[int]) -> None:
+    """The entities of articles about to be understood again (their text changed)."""
+    if article_ids:
+        await db.execute(text("DELETE FROM article_entities WHERE article_id = ANY(CAST(:ids AS bigint[]))"),
+                         {"ids": list(article_ids)})  # fmt: skip
+
+
 _OF_ARTICLES = text("""
     SELECT article_id, key, name, kind, mentions, role FROM article_entities
     WHERE article_id = ANY(CAST(:ids AS bigint[])) ORDER BY article_id, mentions DESC, key

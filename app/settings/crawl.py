@@ -95,6 +95,22 @@ class CrawlSettings(BaseSettings):
         description="One archived body of a source in this many is stored whole, and the ones after it are "
         "compressed against it (1.6 times fewer bytes on the demo feeds); 1 stores every body whole.",
     )
+    fetch_archive_reference_cache_mb: float = Field(
+        default=64,
+        ge=0,
+        description="Reference bodies (those stored whole, that the next ones of their source are compressed "
+        "against) kept decompressed in each process, with their zstd dictionaries, up to this many MB (least "
+        "recently used go first): a reference is read from PostgreSQL once per process, not once per fetch.",
+    )
+    replay_batch_fetches: int = Field(
+        default=100, ge=1, description="`newsagg replay` reads and stores archived fetches this many at a time."
+    )
+    replay_batch_mb: float = Field(
+        default=32,
+        gt=0,
+        description="A `newsagg replay` batch holds at most this many MB of bodies as received (a larger body is "
+        "a batch of its own): what a replay holds in memory stays bounded however many fetches it replays.",
+    )
     contact_url: str = Field(
         default="https://github.com/newsagg/newsagg", description="Contact URL sent in the User-Agent."
     )

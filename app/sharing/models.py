@@ -28,7 +28,7 @@ class ShareLink(Base):
             "creator_id",
             "article_id",
             unique=True,
-            postgresql_where=text("article_id IS NOT NULL"),
+            postgresql_where=text("article_id IS NOT NULL AND NOT from_merge"),
         ),
         Index(
             "uq_share_links_creator_story",
@@ -52,6 +52,8 @@ class ShareLink(Base):
     article_id: Mapped[int | None] = mapped_column(ForeignKey("articles.id", ondelete="SET NULL"))
     story_id: Mapped[int | None] = mapped_column(ForeignKey("story_clusters.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = created_at_column()
+    # carried to this article when the article it was made for proved to be this one (app/articles/merging.py)
+    from_merge: Mapped[bool] = mapped_column(default=False, server_default=text("false"))
     gone_at: Mapped[datetime | None]  # set by a trigger when the target's deletion empties both ids (migration 0021)
 
 

@@ -34,7 +34,7 @@ async def signing_key(session: AsyncSession, candidate: bytes) -> bytes:
 async def link_of(session: AsyncSession, creator_id: int, kind: ShareTargetKind, target_id: int) -> ShareLink | None:
     column = ShareLink.article_id if kind is ShareTargetKind.ARTICLE else ShareLink.story_id
     found: ShareLink | None = await session.scalar(
-        select(ShareLink).where(ShareLink.creator_id == creator_id, column == target_id)
+        select(ShareLink).where(ShareLink.creator_id == creator_id, column == target_id, ~ShareLink.from_merge)
     )
     return found
 

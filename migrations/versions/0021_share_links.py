@@ -43,6 +43,7 @@ def upgrade() -> None:
         sa.Column("article_id", sa.BigInteger(), nullable=True),
         sa.Column("story_id", sa.BigInteger(), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
+        sa.Column("from_merge", sa.Boolean(), server_default=sa.text("false"), nullable=False),
         sa.Column("gone_at", sa.DateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(["creator_id"], ["users.id"], name=op.f("fk_share_links_creator_id_users"),
                                 ondelete="CASCADE"),
@@ -54,7 +55,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("code", name=op.f("uq_share_links_code")),
     )  # fmt: skip
     op.create_index("uq_share_links_creator_article", "share_links", ["creator_id", "article_id"], unique=True,
-                    postgresql_where=sa.text("article_id IS NOT NULL"))  # fmt: skip
+                    postgresql_where=sa.text("article_id IS NOT NULL AND NOT from_merge"))  # fmt: skip
     op.create_index("uq_share_links_creator_story", "share_links", ["creator_id", "story_id"], unique=True,
                     postgresql_where=sa.text("story_id IS NOT NULL"))  # fmt: skip
     op.create_index("ix_share_links_creator_id", "share_links", ["creator_id"])
