@@ -5,7 +5,7 @@ running loop that fork would copy) at a lower CPU priority (os.nice), and replac
 longer than its time limit (a pathological page must not hold the queue for good).
 
 Pages go to it one at a time, so a page's time limit counts its own extraction only, not the pages queued before it
-nor the process's start (it imports trafilatura before it is handed any page)."""
+nor the process's start (it reads a sample page before it is handed any)."""
 
 from __future__ import annotations
 
@@ -49,12 +49,19 @@ def read_page(body: bytes, url: str, title: str, declared_language: str | None) 
     return found, extract_entities(title, found.text, found.language)  # its opening: see MAX_TEXT there
 
 
+_SAMPLE = (
+    "<html><head><title>Harbour wall</title></head><body><article><h1>Council votes to rebuild the harbour wall"
+    "</h1>" + "<p>The council of Dover met on Tuesday and voted to rebuild the harbour wall that storms damaged "
+    "twice last winter, at a cost the mayor called reasonable.</p>" * 6 + "</article></body></html>"
+).encode()
+
+
 def prepare_process(nice: int) -> None:
-    """The extraction process's start: a lower CPU priority, then the extractor's imports (seconds on a busy host)."""
+    """The extraction process's start: a lower CPU priority, then a first page read, which loads what the extractor
+    and the entity model load on first use (over a second, more on a busy host: no page's time limit pays it)."""
     if nice:
         os.nice(nice)
-    import app.entities.extractor
-    import app.extraction.extractor  # noqa: F401
+    read_page(_SAMPLE, "https://warm-up.invalid/", "Council votes to rebuild the harbour wall", "en")
 
 
 def _ready() -> int:
@@ -111,9 +118,19 @@ def _replace(pool: ProcessPoolExecutor) -> None:
     with _lock:
         if _pool is pool:
             _pool = None
-    for process in list((pool._processes or {}).values()):  # no public way to stop a running task (3.14 adds one)
+    processes = list((pool._processes or {}).values())  # no public way to stop a running task (3.14 adds one)
+    for process in processes:
         process.kill()
+    for process in processes:
+        process.join(5)  # reaped at once (SIGKILL is not refused): no zombie left behind
     pool.shutdown(wait=False, cancel_futures=True)
+
+
+def extraction_pid() -> int | None:
+    """The extraction process's pid; None before the first page, or after one was abandoned."""
+    with _lock:
+        processes = list(_pool._processes or {}) if _pool is not None else []
+    return processes[0] if processes else None
 
 
 def close_extraction_pool() -> None:
