@@ -25,6 +25,7 @@ from app.extraction.page_jobs import article_of, follow_up_page_job_id, page_job
 from app.extraction.pool import close_extraction_pool, extraction_pid
 from app.queue_names import CRAWL_TICK
 from app.runtime.fleet import Fleet, children
+from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
@@ -248,3 +249,27 @@ def test_fetch_text_refuses_bad_arguments_by_name(args: list[str], tmp_path: Pat
     assert done.returncode == 2
     assert "usage:" in done.stderr
     assert args[0] in done.stderr
+
+
+async def test_up_starts_an_article_worker_that_fetches_pages_at_a_lower_priority(
+    gql: GraphQLClient, services: Services, settings: Settings, feed_server: FeedServer, tmp_path: Path
+) -> None:
+    """`newsagg up` on the run's servers: its crawl worker is told to leave pages alone, its article worker fetches
+    the pages of the feed's articles, and that worker's extraction process runs niced."""
+    admin = await administrator(gql, services)
+    await add_source(admin, publish(feed_server, 2))  # a database with a source: no default sources are added
+    home, log = tmp_path / "home", tmp_path / "up.log"
+    env = deployment_env(settings, home, NEWSAGG_ARTICLE_QUEUE_NAME=settings.article_queue_name,
+                         NEWSAGG_CRAWL_TICK_SECONDS="2", NEWSAGG_LOG_FORMAT="text")  # fmt: skip
+    with running(env, "up", "--port", str(free_port()), "--workers", "1", "--article-workers", "1", log=log) as up:
+        await poll(lambda: _count_texts(services, 2), 120)
+        pids: dict[str, int] = json.loads((home / "processes.json").read_text())
+        assert set(pids) == {"supervisor", "api", "worker", "article-worker"}
+        assert psutil.Process(pids["worker"]).environ()["NEWSAGG_WORKER_FETCHES_ARTICLES"] == "false"
+        assert psutil.Process(pids["article-worker"]).cmdline()[-2:] == ["worker", "--articles"]
+        fetching = psutil.Process(pids["article-worker"])
+        (extraction,) = [p for p in fetching.children() if "spawn_main" in " ".join(p.cmdline())]  # not its tracker
+        assert extraction.nice() == fetching.nice() + settings.article_extraction_nice
+        up.process.terminate()
+        assert up.process.wait(60) == 0, log.read_text()[-3000:]
+    assert all(t.origin == "page" for t in (await texts(services)).values())
