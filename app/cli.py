@@ -124,7 +124,7 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     fetch_text = article_commands.add_parser(
         "fetch-text", help="queue page fetches for articles without text (stored before pages were fetched, or while "
         "no article worker ran); idempotent, newest first, a JSON summary as the last line")  # fmt: skip
-    fetch_text.add_argument("--source", type=int, metavar="ID", help="only this source's articles")
+    fetch_text.add_argument("--source", type=_count, metavar="ID", help="only this source's articles")
     fetch_text.add_argument("--since", type=_date, metavar="DATE",
                             help="only articles crawled since DATE (ISO 8601: 2026-11-20, "
                             "2026-11-20T08:00Z)")  # fmt: skip
@@ -324,6 +324,7 @@ def _date(value: str) -> datetime:
 
 
 def _count(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"not a number of 1 or more: {value!r}")
+    """A number from 1 to PostgreSQL's largest bigint (an id, a limit)."""
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) < 2**63:
+        raise argparse.ArgumentTypeError(f"not a number from 1 to 2^63-1: {value!r}")
     return int(value)

@@ -243,7 +243,8 @@ async def test_fetch_text_queues_old_articles_without_text_once_and_article_work
 
 
 @pytest.mark.parametrize("args", [["--limit", "0"], ["--limit", "-5"], ["--limit", "1e9"], ["--since", "yesterday"],
-                                  ["--source", "x"], ["--since", "2026-13-45"]])  # fmt: skip
+                                  ["--source", "x"], ["--since", "2026-13-45"], ["--source", "9" * 30],
+                                  ["--source", "٣"], ["--limit", str(2**63)]])  # fmt: skip
 def test_fetch_text_refuses_bad_arguments_by_name(args: list[str], tmp_path: Path) -> None:
     done = newsagg("articles", "fetch-text", *args, env={**os.environ, "NEWSAGG_HOME": str(tmp_path)})
     assert done.returncode == 2
