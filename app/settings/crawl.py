@@ -149,8 +149,28 @@ class CrawlSettings(BaseSettings):
         default="newsagg:articles", description="arq queue of the article-text fetches (apart from crawling's)."
     )
     article_fetch_concurrency: int = Field(
-        default=4, ge=0, description="Article pages each worker process fetches at once (0: none in this process)."
+        default=4, ge=0, description="Article pages each article worker (or crawl worker that also fetches them) "
+        "fetches at once (0: none in a crawl worker).",
+    )  # fmt: skip
+    worker_fetches_articles: bool = Field(
+        default=True,
+        description="`newsagg worker` also fetches article pages beside crawling, in the same process. Set it false "
+        "where article workers (`newsagg worker --articles`) run apart, so the crawl keeps its CPU; `newsagg up` does "
+        "so itself when it runs article workers.",
     )
+    article_extraction_timeout_seconds: float = Field(
+        default=20, gt=0, description="A page whose extraction takes longer is abandoned (its extraction process "
+        "replaced) and marked `extraction_timeout`, never tried again.",
+    )  # fmt: skip
+    article_extraction_nice: int = Field(
+        default=10, ge=0, le=19, description="Niceness added to the extraction processes (os.nice), so that on a busy "
+        "host crawling and the API win the CPU over article extraction.",
+    )  # fmt: skip
+    article_sweep_hours: float = Field(
+        default=24, ge=0, description="The sweeper enqueues again the page fetch of an article stored in this many "
+        "last hours (and at least `sweep_grace_seconds` ago) that has neither a text nor a job queued: its job was "
+        "lost with Redis. Older articles: `newsagg articles fetch-text`. 0: no sweep of page fetches.",
+    )  # fmt: skip
     article_max_bytes: int = Field(default=2 * 1024 * 1024, description="Abort an article page larger than this.")
     article_feed_text_min_words: int = Field(
         default=120, description="A feed entry's content:encoded of at least this many words is its full text."

@@ -20,6 +20,13 @@ class OperationsSettings(BaseSettings):
         "on the API's host and port, or one alone when no haproxy is installed.",
     )
     worker_processes: int = Field(default=1, ge=1, description="arq workers `newsagg up` runs (`--workers`).")
+    article_worker_processes: int = Field(
+        default=1,
+        ge=0,
+        description="Article workers `newsagg up` runs (`--article-workers`): processes of their own that fetch "
+        "article pages for their text (`newsagg worker --articles`), so that extraction never slows crawling; its "
+        "crawl workers then leave the article queue alone. 0: `up` fetches no article pages at all.",
+    )
     stop_grace_seconds: float = Field(
         default=20,
         description="`newsagg up` waits this long after SIGTERM for a child before it sends SIGKILL.",
