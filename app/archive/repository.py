@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, insert, select, text
@@ -43,6 +43,14 @@ async def archived(db: Executor, fetch_id: int) -> Any:
              .outerjoin(reference, reference.c.id == ArchivedFetch.reference_id)
              .where(ArchivedFetch.id == fetch_id))  # fmt: skip
     return (await db.execute(query)).first()
+
+
+async def archived_within(db: Executor, source_id: int, window: timedelta) -> int:
+    """How many of the source's bodies were archived in the last `window`, on the database's clock as fetched_at's
+    default (ix_fetch_archive_source_fetched)."""
+    query = select(func.count()).where(ArchivedFetch.source_id == source_id,
+                                       ArchivedFetch.fetched_at >= func.now() - window)  # fmt: skip
+    return int(await db.scalar(query) or 0)
 
 
 _CURRENT_REFERENCE = text("""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -18,6 +19,8 @@ from app.settings import Settings
 
 log = logging.getLogger(__name__)
 ARCHIVED_BYTES = Counter("newsagg_fetch_archive_bytes", "Feed bodies archived, before and after zstd.", ["form"])
+SKIPPED = Counter("newsagg_fetch_archive_skipped", "Fetched or pushed bodies not archived, by why.", ["reason"])
+HOUR = timedelta(hours=1)
 
 
 async def keep(
@@ -27,6 +30,8 @@ async def keep(
     ~100 KB compresses in well under a millisecond at the default level, so it is done here, not in a thread."""
     await repository.link_articles(db, fetch_id, new_ids, repository.NEW)
     if not settings.fetch_archive or fetched.not_modified:
+        return
+    if await _over_hourly_cap(db, settings, source_id):
         return
     reference = await repository.current_reference(db, source_id)
     if reference is None or reference.followers + 1 >= settings.fetch_archive_reference_every:
@@ -39,6 +44,18 @@ async def keep(
                          body=body)  # fmt: skip
     ARCHIVED_BYTES.labels("raw").inc(len(fetched.body))
     ARCHIVED_BYTES.labels("stored").inc(len(body))
+
+
+async def _over_hourly_cap(db: Executor, settings: Settings, source_id: int) -> bool:
+    """The source archived its hour's worth already (a hub pushing without end): this body is not kept."""
+    cap = settings.fetch_archive_per_source_per_hour
+    if not cap:
+        return False
+    if await repository.archived_within(db, source_id, HOUR) < cap:
+        return False
+    SKIPPED.labels("over_hourly_cap").inc()
+    log.debug("source %d archived %d bodies in the last hour already: this one is not kept", source_id, cap)
+    return True
 
 
 @lru_cache(maxsize=256)  # a source's reference serves its next fetches: decompressed once per process
