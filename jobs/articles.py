@@ -14,12 +14,16 @@ from app.services import Services
 log = logging.getLogger(__name__)
 
 
-async def enqueue_article_texts(ctx: dict[str, Any], article_ids: list[int]) -> None:
-    """One job per new article whose page is to be fetched (after the articles' transaction committed)."""
+async def enqueue_article_texts(ctx: dict[str, Any], article_ids: list[int]) -> int:
+    """One job per new article whose page is to be fetched (after the articles' transaction committed); how many were
+    enqueued (an article whose job is still queued keeps that one)."""
     settings = ctx["services"].settings
+    enqueued = 0
     for article_id in article_ids:
-        await ctx["redis"].enqueue_job(FETCH_ARTICLE_TEXT, article_id, _job_id=f"article-text:{article_id}",
-                                       _queue_name=settings.article_queue_name)  # fmt: skip
+        job = await ctx["redis"].enqueue_job(FETCH_ARTICLE_TEXT, article_id, _job_id=f"article-text:{article_id}",
+                                             _queue_name=settings.article_queue_name)  # fmt: skip
+        enqueued += job is not None
+    return enqueued
 
 
 async def fetch_article_text_job(ctx: dict[str, Any], article_id: int, attempt: int = 1, admitted: bool = False

@@ -1,5 +1,5 @@
 """The sweeper job: every few seconds, workers whose heartbeat stopped are let go, claims whose refresh job was lost
-return to pending, and articles whose understanding was lost are enqueued again (app/workers/sweep.py)."""
+return to pending, and articles whose understanding or page fetch was lost are enqueued again (app/workers/sweep.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 
 from app.queue_names import UNDERSTAND_ARTICLES
 from app.services import Services
-from app.workers.metrics import ARTICLES_REQUEUED
+from app.workers.metrics import ARTICLE_TEXTS_REQUEUED, ARTICLES_REQUEUED
 from app.workers.sweep import release_jobless_claims, sweep
+from jobs.articles import enqueue_article_texts
 
 log = logging.getLogger(__name__)
 
@@ -34,4 +35,9 @@ async def sweep_job(ctx: dict[str, Any]) -> int:
     if requeued:
         log.warning("sweep: %d articles stored but never understood or clustered are enqueued again", requeued)
         ARTICLES_REQUEUED.inc(requeued)
+    if found.texts:  # a job still queued has the same id: arq refuses the second
+        texts = await enqueue_article_texts(ctx, found.texts)
+        if texts:
+            log.warning("sweep: %d articles whose page-fetching job was lost are enqueued again", texts)
+            ARTICLE_TEXTS_REQUEUED.inc(texts)
     return requeued

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.archive import repository
@@ -31,6 +32,16 @@ SHOWN_CHANGES = 20
 
 class SourceNotFound(LookupError):
     pass
+
+
+class ReplayInterrupted(RuntimeError):
+    """The database went away mid-replay: the fetches replayed before are stored (each in its own transaction), the
+    one it was in is not; running the replay again finishes it (it is idempotent)."""
+
+    def __init__(self, done: ReplaySummary, total: int, cause: Exception) -> None:
+        super().__init__(f"the database went away after {done.fetches:,} of {total:,} archived fetches "
+                         f"({type(cause).__name__}: {cause})")  # fmt: skip
+        self.done, self.total = done, total
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,17 +72,32 @@ async def replay(
     done, seen = ReplaySummary(), set[str]()
     limits = TextLimits(title=settings.title_max_chars, summary=settings.summary_max_chars)
     for number, fetch_id in enumerate(fetch_ids, 1):
-        entries = await _parse_again(db, fetch_id, limits)
-        done.fetches += 1
-        if entries is None:
-            done.parse_errors += 1
-        else:
-            entries = _first_versions(entries, seen)
-            async with db.begin() as connection:
-                await _store(connection, source_id, fetch_id, entries, done)
+        try:
+            await _replay_one(db, source_id, fetch_id, limits, seen, done)
+        except (SQLAlchemyError, OSError) as error:  # a connection lost, refused, reset
+            raise ReplayInterrupted(done, len(fetch_ids), error) from error
         if progress is not None:
             progress(number, len(fetch_ids))
     return done
+
+
+async def _replay_one(db: AsyncEngine, source_id: int, fetch_id: int, limits: TextLimits, seen: set[str],
+                      done: ReplaySummary) -> None:  # fmt: skip
+    """One fetch parsed again and stored in one transaction; `done` counts it only once that committed."""
+    entries = await _parse_again(db, fetch_id, limits)
+    if entries is None:
+        done.fetches += 1
+        done.parse_errors += 1
+        return
+    fresh = _first_versions(entries, seen)
+    counted = ReplaySummary()
+    async with db.begin() as connection:
+        await _store(connection, source_id, fetch_id, fresh, counted)
+    seen.update(entry.external_id for entry in fresh)
+    done.fetches += 1
+    for name in ("items", "new", "updated", "unchanged"):
+        setattr(done, name, getattr(done, name) + getattr(counted, name))
+    done.changes += counted.changes[: SHOWN_CHANGES - len(done.changes)]
 
 
 async def _parse_again(db: AsyncEngine, fetch_id: int, limits: TextLimits) -> list[ParsedEntry] | None:
@@ -119,11 +145,11 @@ async def _store(
 
 
 def _first_versions(entries: list[ParsedEntry], seen: set[str]) -> list[ParsedEntry]:
-    """The entries not seen before, in this fetch or an earlier one; of an entry listed twice in one document, the
-    first (the version ingest stored: a second listing conflicts with it and is dropped)."""
-    first = []
+    """The entries not seen in an earlier fetch (`seen` is left as it is); of an entry listed twice in one document,
+    the first (the version ingest stored: a second listing conflicts with it and is dropped)."""
+    first, here = [], set[str]()
     for entry in entries:
-        if entry.external_id not in seen:
-            seen.add(entry.external_id)
+        if entry.external_id not in seen and entry.external_id not in here:
+            here.add(entry.external_id)
             first.append(entry)
     return first

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.dialects.postgresql import insert
 
 from app.articles.models import Article
@@ -94,3 +95,19 @@ async def announce_changed(db: Executor, article_ids: list[int]) -> None:
 async def texts_of_articles(db: Executor, ids: Sequence[int]) -> list[ArticleText]:
     """The stored texts of these articles that have one (rows of pages without text left out)."""
     return list(await db.scalars(select(ArticleText).where(ArticleText.article_id.in_(ids), ArticleText.text != "")))
+
+
+async def texts_never_sought(db: Executor, *, older_than: timedelta, within: timedelta, limit: int) -> list[int]:
+    """Articles stored between `within` and `older_than` ago (the database's clock) whose source fetches pages and
+    that have a link but no outcome of any fetch of their page stored: their job was lost (Redis lost its queue, the
+    database was away while it ran). Oldest first."""
+    sought = select(ArticleText.article_id).where(ArticleText.article_id == Article.id).exists()
+    query = (
+        select(Article.id)
+        .join(Source, Source.id == Article.source_id)
+        .where(Source.article_text, Article.url.is_not(None), ~sought,
+               Article.crawled_at < func.now() - older_than, Article.crawled_at >= func.now() - within)
+        .order_by(Article.id)
+        .limit(limit)
+    )  # fmt: skip
+    return list(await db.scalars(query))

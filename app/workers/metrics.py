@@ -16,6 +16,11 @@ CLAIMS_RELEASED = Counter(
 ARTICLES_REQUEUED = Counter(
     "newsagg_articles_requeued", "Articles stored but never understood or clustered, enqueued again by the sweeper."
 )
+ARTICLE_TEXTS_REQUEUED = Counter(
+    "newsagg_article_texts_requeued",
+    "Articles whose page was to be fetched for its text but whose job was lost (Redis lost the article queue, the "
+    "database was away while it ran), enqueued again by the sweeper.",
+)
 HEARTBEAT_FAILURES = Counter("newsagg_worker_heartbeat_failures", "Heartbeats a worker failed to write.")
 
 

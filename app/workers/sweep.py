@@ -2,19 +2,22 @@
 claims whose refresh job is neither queued nor running (Redis lost it, or it was never enqueued) return to pending,
 and articles stored but never understood or placed in a story (their job died with its worker, or Redis lost it) are
 found, in batches for their jobs to be enqueued again. Understanding and clustering skip what is already done, so an
-article enqueued twice costs a lookup, never a second story."""
+article enqueued twice costs a lookup, never a second story. Likewise articles whose page was to be fetched for its
+text and has no outcome stored (its job lost with Redis's queue, or failed while the database was away): fetching a
+page skips an article that has its text, so one enqueued twice costs a lookup."""
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.articles import repository as articles
+from app.extraction import repository as pages
 from app.ingest.refresh_jobs import JobClaim, claim_of
 from app.settings import Settings
 from app.sources import repository as sources
@@ -27,17 +30,23 @@ BATCH = 500  # articles per job enqueued again
 MOST = 10 * BATCH  # articles enqueued again per sweep: a backlog is taken oldest first, a part at a time
 
 
+TEXTS_WITHIN = timedelta(days=1)  # an article's page is sought again for a day; older ones are news gone by
+
+
 @dataclass(frozen=True, slots=True)
 class Sweep:
     workers_gone: list[str]
     batches: dict[int, list[int]]  # stranded article ids by id range (id // BATCH), each range one job
+    texts: list[int] = field(default_factory=list)  # articles whose page-fetching job was lost
 
 
 async def sweep(db: AsyncEngine, settings: Settings) -> Sweep:
     async with db.begin() as connection:
         gone = await workers.let_go(connection, silent_for=timedelta(seconds=settings.worker_gone_after_seconds))
-        ids = await articles.stranded(connection, older_than=timedelta(seconds=settings.sweep_grace_seconds),
-                                      limit=MOST)  # fmt: skip
+        grace = timedelta(seconds=settings.sweep_grace_seconds)
+        ids = await articles.stranded(connection, older_than=grace, limit=MOST)
+        texts = (await pages.texts_never_sought(connection, older_than=grace, within=TEXTS_WITHIN, limit=MOST)
+                 if settings.article_text_enabled else [])  # fmt: skip
     for worker in gone:
         log.warning("worker %s is gone (last heartbeat %s): its claims return to pending", worker.id,
                     worker.heartbeat_at.isoformat())  # fmt: skip
@@ -45,7 +54,7 @@ async def sweep(db: AsyncEngine, settings: Settings) -> Sweep:
     batches: dict[int, list[int]] = defaultdict(list)
     for article_id in ids:
         batches[article_id // BATCH].append(article_id)
-    return Sweep([w.id for w in gone], dict(batches))
+    return Sweep([w.id for w in gone], dict(batches), texts)
 
 
 async def release_jobless_claims(db: AsyncEngine, redis: Redis, settings: Settings) -> int:
