@@ -11,11 +11,12 @@ import asyncio
 import contextlib
 import os
 import re
+import socket
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -24,10 +25,11 @@ from subprocess import PIPE
 import httpx
 import pytest
 import redis.asyncio
+from arq.worker import Retry
 from prometheus_client import REGISTRY
 from redis.exceptions import RedisError
 from sqlalchemy import TextClause, text, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.db.engine import session_factory
@@ -42,6 +44,7 @@ from app.settings import Settings
 from app.sources.models import CrawlSchedule
 from app.sources.service import SourceRequest, create_source
 from jobs.crawl import crawl_priority_job
+from jobs.loop import lost_server, retried_on_redis
 from tests.conftest import REPO
 from tests.feeds import FeedServer, Item, Reply, rss
 from tests.newsroom import StorySpec, add_story
@@ -372,3 +375,53 @@ async def test_replay_that_loses_postgresql_mid_run_says_so_and_a_second_run_fin
         f"\nreplay: {stored_before_cut}+ articles stored when PostgreSQL vanished, {stored} in all by then; the "
         f"second run stored the other {new}"
     )
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])  # nothing listens there once the probe is closed
+
+
+async def failure_of(work: Callable[[], Awaitable[object]]) -> BaseException:
+    try:
+        await work()
+    except Exception as error:
+        return error
+    raise AssertionError("it did not fail")
+
+
+async def test_a_job_tells_which_server_it_lost_and_a_bug_from_an_outage(services: Services) -> None:
+    """The job wrapper retries a job that lost Redis or PostgreSQL and says which (a PostgreSQL outage read as
+    Redis's misled operators); a query that is wrong is no outage and is not retried."""
+    port = closed_port()
+    unreachable = create_async_engine(f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres")
+
+    async def query(engine: AsyncEngine, sql: str) -> None:
+        async with engine.connect() as connection:
+            await connection.execute(text(sql))
+
+    try:
+        no_database = await failure_of(lambda: query(unreachable, "SELECT 1"))
+    finally:
+        await unreachable.dispose()
+    gone = redis.asyncio.Redis(host="127.0.0.1", port=port)
+    no_redis = await failure_of(gone.ping)
+    await gone.aclose()
+    bug = await failure_of(lambda: query(services.engine, "SELECT * FROM no_such_table"))
+    assert (lost_server(no_database), lost_server(no_redis), lost_server(bug)) == ("PostgreSQL", "Redis", None)
+
+    async def broken(ctx: dict[str, object]) -> None:
+        await query(services.engine, "SELECT * FROM no_such_table")
+
+    async def lost(ctx: dict[str, object]) -> None:
+        engine = create_async_engine(f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres")
+        try:
+            await query(engine, "SELECT 1")
+        finally:
+            await engine.dispose()
+
+    with pytest.raises(DBAPIError):
+        await retried_on_redis(broken)({"job_try": 1})
+    with pytest.raises(Retry):
+        await retried_on_redis(lost)({"job_try": 1})
