@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import Counter
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.archive import repository
@@ -48,6 +49,16 @@ SHOWN = 20  # changes and failures listed in a summary
 
 class SourceNotFound(LookupError):
     pass
+
+
+class ReplayInterrupted(RuntimeError):
+    """The database went away mid-replay: the fetches replayed before are stored (each in its own transaction), the
+    one it was in is not; running the replay again finishes it (it is idempotent)."""
+
+    def __init__(self, done: ReplaySummary, total: int, cause: Exception) -> None:
+        super().__init__(f"the database went away after {done.fetches:,} of {total:,} archived fetches "
+                         f"({type(cause).__name__}: {cause})")  # fmt: skip
+        self.done, self.total = done, total
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,16 +106,24 @@ async def replay(
         total = await repository.archived_count(connection, source_id, since=since)
     done, seen = ReplaySummary(), set[str]()
     after: tuple[datetime, int] | None = None
-    while batch := await _next_batch(db, settings, source_id, since, after):
-        after = (batch[-1].fetched_at, batch[-1].id)
-        done.batches += 1
-        done.largest_batch_bytes = max(done.largest_batch_bytes, sum(f.raw_bytes for f in batch))
-        parsed = await _parse_batch(db, settings, [f.id for f in batch], done)
-        async with db.begin() as connection:
-            stored = [await _store(connection, source_id, fetch_id, _first_versions(entries, seen), done)
-                      for fetch_id, entries in parsed]  # fmt: skip
-        await _follow_up(db, [i for new, _ in stored for i in new], [i for _, upd in stored for i in upd], done)
-        done.fetches += len(batch)
+    while True:
+        try:
+            batch = await _next_batch(db, settings, source_id, since, after)
+            if not batch:
+                break
+            counted = ReplaySummary()  # what this batch did, added to `done` once it committed
+            parsed = await _parse_batch(db, settings, [f.id for f in batch], counted)
+            async with db.begin() as connection:
+                stored = [await _store(connection, source_id, fetch_id, _first_versions(entries, seen), counted)
+                          for fetch_id, entries in parsed]  # fmt: skip
+            after = (batch[-1].fetched_at, batch[-1].id)
+            _add(done, counted)
+            done.batches += 1
+            done.largest_batch_bytes = max(done.largest_batch_bytes, sum(f.raw_bytes for f in batch))
+            done.fetches += len(batch)
+            await _follow_up(db, [i for new, _ in stored for i in new], [i for _, upd in stored for i in upd], done)
+        except (SQLAlchemyError, OSError) as error:  # a connection lost, refused, reset
+            raise ReplayInterrupted(done, max(total, done.fetches), error) from error
         if progress is not None:
             progress(done.fetches, max(total, done.fetches))
     return done
@@ -151,6 +170,14 @@ def _parse(row: Any, against: Reference | None, limits: TextLimits) -> list[Pars
     """In the parser thread: the body decompressed only for as long as it is parsed."""
     return parse_feed(body_of(row, against), feed_url=row.url, content_type=row.headers.get("content-type"),
                       fetched_at=row.fetched_at, limits=limits).entries  # fmt: skip
+
+
+def _add(done: ReplaySummary, batch: ReplaySummary) -> None:
+    """A committed batch's counts and first changes and failures added to the replay's."""
+    for name in ("items", "new", "updated", "unchanged", "parse_errors", "damaged"):
+        setattr(done, name, getattr(done, name) + getattr(batch, name))
+    done.changes += batch.changes[: SHOWN - len(done.changes)]
+    done.failures += batch.failures[: SHOWN - len(done.failures)]
 
 
 def _failed(done: ReplaySummary, fetch_id: int, kind: str, reason: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, insert, select, text, tuple_
@@ -75,6 +75,14 @@ async def reference_frame(db: Executor, reference_id: int) -> tuple[bytes, int]:
     if row is None:
         raise LookupError(f"reference body {reference_id} is missing")
     return row.body, row.raw_bytes
+
+
+async def archived_within(db: Executor, source_id: int, window: timedelta) -> int:
+    """How many of the source's bodies were archived in the last `window`, on the database's clock as fetched_at's
+    default (ix_fetch_archive_source_fetched)."""
+    query = select(func.count()).where(ArchivedFetch.source_id == source_id,
+                                       ArchivedFetch.fetched_at >= func.now() - window)  # fmt: skip
+    return int(await db.scalar(query) or 0)
 
 
 _CURRENT_REFERENCE = text("""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 from typing import Any, TypeVar
 
@@ -45,6 +46,10 @@ def forget_references() -> None:
     _cache = None
 
 
+SKIPPED = Counter("newsagg_fetch_archive_skipped", "Fetched or pushed bodies not archived, by why.", ["reason"])
+HOUR = timedelta(hours=1)
+
+
 async def keep(
     db: Executor, settings: Settings, fetch_id: int, source_id: int, fetched: FetchedFeed, new_ids: Sequence[int]
 ) -> None:
@@ -52,6 +57,8 @@ async def keep(
     articles it stored linked to it."""
     await repository.link_articles(db, fetch_id, new_ids, repository.NEW)
     if not settings.fetch_archive or fetched.not_modified:
+        return
+    if await _over_hourly_cap(db, settings, source_id):
         return
     level = settings.fetch_archive_level
     current = await repository.current_reference(db, source_id)
@@ -82,6 +89,18 @@ async def reference(db: Executor, settings: Settings, reference_id: int) -> Refe
     frame, raw_bytes = await repository.reference_frame(db, reference_id)
     made = await off_loop_if_large(raw_bytes, partial(prepare, reference_id, frame, level=settings.fetch_archive_level))
     return cache.put(made)
+
+
+async def _over_hourly_cap(db: Executor, settings: Settings, source_id: int) -> bool:
+    """The source archived its hour's worth already (a hub pushing without end): this body is not kept."""
+    cap = settings.fetch_archive_per_source_per_hour
+    if not cap:
+        return False
+    if await repository.archived_within(db, source_id, HOUR) < cap:
+        return False
+    SKIPPED.labels("over_hourly_cap").inc()
+    log.debug("source %d archived %d bodies in the last hour already: this one is not kept", source_id, cap)
+    return True
 
 
 async def off_loop_if_large(raw_bytes: int, work: Callable[[], T]) -> T:

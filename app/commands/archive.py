@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 
 def replay(settings: Settings, source_id: int, since: datetime) -> int:
-    from app.archive.replay import SourceNotFound
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from app.archive.replay import ReplayInterrupted, SourceNotFound
     from app.archive.replay import replay as replay_source
 
     # Redrawn in place on a terminal only: piped or logged, stderr gets no carriage returns, stdout only the summary.
@@ -33,10 +35,20 @@ def replay(settings: Settings, source_id: int, since: datetime) -> int:
         except SourceNotFound as error:
             print(f"newsagg replay: {error}", file=sys.stderr)
             return 1
+        except ReplayInterrupted as interrupted:
+            print(f"\nnewsagg replay: {interrupted}.\n{summary(interrupted.done, source_id, since)}\nWhat was "
+                  "replayed is stored; run the same command again once the database is back: fetches replayed "
+                  "already change nothing the second time.", file=sys.stderr)  # fmt: skip
+            return 1
         print(summary(done, source_id, since))
         return 0
 
-    return with_database(settings, run)
+    try:
+        return with_database(settings, run)
+    except (SQLAlchemyError, OSError) as error:  # the database not reached at all (before the replay began)
+        print(f"newsagg replay: the database cannot be reached ({type(error).__name__}: {error}); nothing was "
+              "replayed", file=sys.stderr)  # fmt: skip
+        return 1
 
 
 def summary(done: ReplaySummary, source_id: int, since: datetime) -> str:

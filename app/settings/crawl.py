@@ -70,6 +70,20 @@ class CrawlSettings(BaseSettings):
     crawl_priority_trending_stories: int = Field(
         default=20, ge=0, description="The top trending stories (last hour) whose sources are crawled sooner."
     )
+    crawl_priority_trending_min_score: float = Field(
+        default=3.0,
+        ge=0,
+        description="A trending story raises its sources only with at least this trending score (about one article "
+        "joining it now = 1, older arrivals in the hour less, reader engagement half as much): on a quiet day the "
+        "top stories are noise and raise nothing.",
+    )
+    crawl_priority_websub_window_minutes: float = Field(
+        default=30,
+        ge=0,
+        description="A hub's pushes raise their source's crawl priority at most once in this many minutes, however "
+        "many arrive: a publisher pushing without end cannot hold its source at the top (its pushed entries are "
+        "stored all the same). 0: every push raises.",
+    )
     crawl_priority_every_seconds: int = Field(
         default=60,
         description="How often breaking and trending stories raise their sources' crawl priority: a divisor of 60, "
@@ -94,6 +108,13 @@ class CrawlSettings(BaseSettings):
         ge=1,
         description="One archived body of a source in this many is stored whole, and the ones after it are "
         "compressed against it (1.6 times fewer bytes on the demo feeds); 1 stores every body whole.",
+    )
+    fetch_archive_per_source_per_hour: int = Field(
+        default=120,
+        ge=0,
+        description="Most bodies archived for one source in an hour (polls come at most once a minute; a hub "
+        "pushing without end would otherwise fill the archive): past it a fetch or push is stored and logged but its "
+        "body not archived (counted in newsagg_fetch_archive_skipped_total). 0: no cap.",
     )
     fetch_archive_reference_cache_mb: float = Field(
         default=64,

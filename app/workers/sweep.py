@@ -42,8 +42,8 @@ class Sweep:
 async def sweep(db: AsyncEngine, settings: Settings) -> Sweep:
     async with db.begin() as connection:
         gone = await workers.let_go(connection, silent_for=timedelta(seconds=settings.worker_gone_after_seconds))
-        ids = await articles.stranded(connection, older_than=timedelta(seconds=settings.sweep_grace_seconds),
-                                      limit=MOST)  # fmt: skip
+        grace = timedelta(seconds=settings.sweep_grace_seconds)
+        ids = await articles.stranded(connection, older_than=grace, limit=MOST)
     for worker in gone:
         log.warning("worker %s is gone (last heartbeat %s): its claims return to pending", worker.id,
                     worker.heartbeat_at.isoformat())  # fmt: skip
