@@ -31,8 +31,8 @@ async def cluster_articles(db: AsyncEngine, article_ids: Sequence[int], cache: C
                     for row in await unclustered(connection, article_ids, pending=pending)]  # fmt: skip
         if not articles:
             return {}
+        await cache.reserve_ids(connection, len(articles))  # first: its revision tells whether anyone else wrote
         state = await cache.catch_up(connection, since=articles[0].at - INGEST_POLICY.window)
-        await cache.reserve_ids(connection, len(articles))
         StoryClusterer(INGEST_POLICY).assign_all(state, articles)
         placed = await cache.save(connection, datetime.now(UTC), flush_vocabulary=ephemeral)
     count_clustered((a.arrived for a in articles if a.id in placed), datetime.now(UTC))

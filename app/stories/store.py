@@ -67,6 +67,8 @@ class ClusteringCache:
         self.pruned_at: datetime | None = None
         self.reserved: set[int] = set()  # ids reserved for the current batch: stories it creates
         self.revision: int | None = None  # the current batch's revision, when reserved with its ids
+        self.saved_revision: int | None = None  # the revision of this copy's last save
+        self.reads = 0  # how many times it read other workers' changes
 
     def reset(self) -> None:
         """After a failed transaction the copy may hold changes PostgreSQL never got: start again."""
@@ -84,7 +86,21 @@ class ClusteringCache:
             raise
 
     async def catch_up(self, connection: AsyncConnection, since: datetime) -> StoryState:
+        """Reads what other workers changed since this copy's last save. When the batch's revision, reserved first
+        (`reserve_ids`), directly follows that save's, nobody has written since: every write is stamped with a number
+        from the revision sequence, taken under the lock, so there is nothing to read (two round trips saved)."""
         state = self.state
+        if self.revision is None or self.saved_revision is None or self.revision != self.saved_revision + 1:
+            await self._read_changes(connection, since)
+        if self.pruned_at is None or since - self.pruned_at >= PRUNE_EVERY:
+            for story in [s for s in state.stories.values() if s.last_updated < since]:  # frozen: out of the window
+                state.forget(story.id)
+            self.pruned_at = since
+        return state
+
+    async def _read_changes(self, connection: AsyncConnection, since: datetime) -> None:
+        state = self.state
+        self.reads += 1
         for row in await connection.execute(_CHANGED_VOCABULARY, {"revision": self.vocabulary_revision}):
             # what this worker observed and has not written yet stays counted
             if row.term == TOTAL:
@@ -104,11 +120,6 @@ class ClusteringCache:
                             representative, Counter(row.topic_counts), set(row.languages),
                             [(float(t), str(src)) for t, src in row.recent_arrivals], row.velocity, row.is_breaking,
                             row.breaking_started_at))  # fmt: skip
-        if self.pruned_at is None or since - self.pruned_at >= PRUNE_EVERY:
-            for story in [s for s in state.stories.values() if s.last_updated < since]:  # frozen: out of the window
-                state.forget(story.id)
-            self.pruned_at = since
-        return state
 
     async def reserve_ids(self, connection: AsyncConnection, count: int) -> None:
         """New stories take ids from the table's sequence, reserved up front: the clusterer itself never waits. The
@@ -152,6 +163,7 @@ class ClusteringCache:
         # at ingest the merge job picks its own drivers (service.merge_stories); kept, this set would only grow
         state.since_merge = set()
         self.story_revision = self.vocabulary_revision = int(revision or 0)
+        self.saved_revision = int(revision) if revision else None
         return placed
 
 
