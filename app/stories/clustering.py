@@ -185,6 +185,11 @@ class StoryState:
     def idf(self, word: str) -> float:
         return math.log((self.documents + 1) / (self.frequencies.get(word, 0) + 1)) + 1
 
+    def idfs(self, words: Iterable[str]) -> dict[str, float]:
+        """`idf` of each word, in their order: the same numbers, without a method call per word."""
+        documents, seen, log = self.documents + 1, self.frequencies.get, math.log
+        return {word: log(documents / (seen(word, 0) + 1)) + 1 for word in words}
+
     def candidates(self, words: list[str], since: datetime, *, sharing: int = 1) -> list[Story]:
         """Active stories with at least `sharing` of `words` among their strongest terms. They are found through the
         selective words only: a word among the strongest of more than SELECTIVE_POSTINGS live stories ("police",
@@ -357,28 +362,35 @@ class StoryClusterer:
         found by (a headline cut into character bigrams has many, most of them unique to it), and how many of them
         a story must have among its strongest terms (`min_shared`, or fewer when the article has fewer significant
         terms)."""
-        rarest = heapq.nlargest(self.policy.candidate_terms, idf, key=idf.__getitem__)
-        significant = sum(1 for w in rarest if idf[w] >= self.policy.significant_idf)
-        indexed = heapq.nlargest(self.policy.candidate_terms, (w for w in idf if w in index), key=idf.__getitem__)
+        # one stable sort (ties keep the article's term order, as heapq.nlargest does) serves both choices
+        ranked = sorted(idf, key=idf.__getitem__, reverse=True)
+        count, floor = self.policy.candidate_terms, self.policy.significant_idf
+        significant = sum(1 for w in ranked[:count] if idf[w] >= floor)
+        indexed = list(itertools.islice((w for w in ranked if w in index), count))
         return indexed, max(min(self.policy.min_shared, significant), 1)
 
     def assign(self, state: StoryState, article: IncomingArticle) -> int:
         counts = article_terms(article.title, article.summary, article.language)
         state.observe(counts)
-        idf = {w: state.idf(w) for w in counts}
-        vector = {w: c * idf[w] for w, c in counts.items()}
-        length = math.sqrt(sum(v * v for v in vector.values()))
+        idf = state.idfs(counts)
+        words = list(counts)
+        vector = list(map(operator.mul, counts.values(), idf.values()))
+        length = math.sqrt(sum(map(operator.mul, vector, vector)))
         # against raw centroid weights: idf applied once here
-        words, query = list(vector), [v * idf[w] for w, v in vector.items()]
+        query = list(map(operator.mul, vector, idf.values()))
         lookup, sharing = self.lookup(idf, state.index)
         best, best_score = None, self.threshold(article.language)
-        evidence = self.evidence_of(state, counts)
+        bars, roles = signature_bars(state, counts, self.policy), role_terms(counts)
+        weight, plain = self.policy.signature_weight, not bars[0] and not roles  # no evidence can count
+        born = article.at - self.policy.lifetime
         for story in state.candidates(lookup, article.at - self.policy.window, sharing=sharing):
-            if not story.norm or story.first_seen < article.at - self.policy.lifetime:
+            if not story.norm or story.first_seen < born:
                 continue
             # the dot product over the article's terms, in C (map) rather than a generator: the same sum
-            score = sum(map(operator.mul, query, map(story.centroid.get, words, _ZEROS))) / (length * story.norm)
-            score += evidence(story)
+            centroid = story.centroid
+            score = sum(map(operator.mul, query, map(centroid.get, words, _ZEROS))) / (length * story.norm)
+            if not plain:
+                score += weight * signs(story, bars) - clash(roles, centroid)
             if score >= best_score:
                 best, best_score = story, score
         if best is None:
