@@ -208,7 +208,8 @@ class StoryState:
             for postings in common:  # set operations in C: the stories found that also have this common word
                 hits.update(hits.keys() & postings)
         stories = self.stories
-        return [stories[i] for i, n in hits.items() if n >= sharing and stories[i].last_updated >= since]
+        found = hits.keys() if sharing <= 1 else itertools.compress(hits.keys(), map(sharing.__le__, hits.values()))
+        return [story for i in found if (story := stories[i]).last_updated >= since]  # the order hits found them in
 
     def resolve(self, story_id: int) -> int:
         while story_id in self.merged_into:
@@ -241,8 +242,9 @@ class StoryState:
         if len(story.top) >= TOP_TERMS and all(w in story.top or centroid.get(w, 0.0) <= story.floor for w in weights):
             return
         before = story.top
-        story.top = set(top_terms(centroid))
-        story.floor = min(centroid[w] for w in story.top) if story.top else 0.0
+        # a centroid of TOP_TERMS terms or fewer is all strongest terms: no ranking needed (most stories are small)
+        story.top = set(centroid) if len(centroid) <= TOP_TERMS else set(top_terms(centroid))
+        story.floor = min(map(centroid.__getitem__, story.top)) if story.top else 0.0
         self._index(story.id, before - story.top, story.top - before)
 
     def create(self, article: IncomingArticle, weights: dict[str, float], idf: dict[str, float] | None = None,
