@@ -25,8 +25,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.stories.clustering import Representative, Story, StoryState, story_topics
 from app.stories.models import StoryCluster
-from app.stories.updates import announce_updates
-from app.stories.velocity import WINDOW, announce, measure
+from app.stories.updates import STORY_UPDATED_TOPIC, update_events
+from app.stories.velocity import BREAKING_TOPIC, WINDOW, breaking_events, measure
 
 TOTAL = ""  # the vocabulary row that counts articles
 PRUNE_EVERY = timedelta(minutes=1)  # how often a worker's copy drops stories that left the window
@@ -146,19 +146,23 @@ class ClusteringCache:
             state.observed, state.articles_observed = Counter(), 0
         changed = sorted(i for i in state.changed if i in state.stories)
         breaking = [state.stories[i] for i in changed if measure(state.stories[i], now, self.velocity_window)]
-        if changed:
-            await connection.execute(_SAVE_STORIES, _story_rows([state.stories[i] for i in changed], revision))
-        await announce(connection, breaking, now)
         retired = {i: state.resolve(i) for i in state.merged_into}
         if retired:
             await connection.execute(_RETIRE_MERGED, {"story": list(retired), "into": list(retired.values()),
                                                       "revision": revision})  # fmt: skip
         placed = {article: state.resolve(story) for article, story in state.placed.items()}
-        if placed:
-            await connection.execute(_PLACE_ARTICLES, {"article": list(placed), "story": list(placed.values())})
         grown = (set(placed.values()) | set(retired.values())) - self.reserved
-        await announce_updates(connection, [state.stories[i] for i in sorted(grown) if i in state.stories], retired,
-                               int(revision or 0))  # fmt: skip
+        announced = breaking_events(breaking, now)
+        updated = update_events([state.stories[i] for i in sorted(grown) if i in state.stories], retired,
+                                int(revision or 0))  # fmt: skip
+        events = announced | updated
+        if changed or placed or events:  # one round trip: the stories, their articles and their outbox events
+            await connection.execute(_SAVE, {
+                **_story_rows([state.stories[i] for i in changed], revision),
+                "article": list(placed), "story": list(placed.values()),
+                "event_key": list(events), "event_payload": [json.dumps(e) for e in events.values()],
+                "event_topic": [BREAKING_TOPIC] * len(announced) + [STORY_UPDATED_TOPIC] * len(updated),
+            })  # fmt: skip
         state.changed, state.placed, state.merged_into, self.reserved, self.revision = set(), {}, {}, set(), None
         # at ingest the merge job picks its own drivers (service.merge_stories); kept, this set would only grow
         state.since_merge = set()
@@ -174,7 +178,7 @@ _SAVE_VOCABULARY = text("""
     ON CONFLICT (term) DO UPDATE
     SET documents = story_vocabulary.documents + excluded.documents, revision = excluded.revision
 """)
-_SAVE_STORIES = text("""
+_SAVE_STORIES = """
     INSERT INTO story_clusters (id, title, representative_article_id, centroid, centroid_norm, article_count,
                                 source_count, source_ids, first_seen_at, last_updated_at, revision, topic_counts,
                                 topics, primary_topic, languages, recent_arrivals, velocity, is_breaking,
@@ -201,10 +205,23 @@ _SAVE_STORIES = text("""
         article_count = excluded.article_count, source_count = excluded.source_count,
         source_ids = excluded.source_ids, first_seen_at = excluded.first_seen_at,
         last_updated_at = excluded.last_updated_at, revision = excluded.revision
-""")
-_PLACE_ARTICLES = text("""
+"""
+_PLACE_ARTICLES = """
     UPDATE articles AS a SET cluster_id = u.story
     FROM unnest(CAST(:article AS bigint[]), CAST(:story AS bigint[])) AS u(article, story) WHERE a.id = u.article
+"""
+_ADD_EVENTS = """
+    INSERT INTO outbox (topic, dedupe_key, payload)
+    SELECT u.topic, u.key, CAST(u.payload AS jsonb)
+    FROM unnest(CAST(:event_topic AS varchar[]), CAST(:event_key AS text[]), CAST(:event_payload AS text[]))
+        AS u(topic, key, payload)
+    ON CONFLICT (dedupe_key) DO NOTHING
+"""
+# Sibling statements of one WITH run once each, whether read or not; the articles' foreign key to their story is
+# checked at the end of the statement, when the stories inserted beside it are there.
+_SAVE = text(f"""
+    WITH stories AS ({_SAVE_STORIES}), articles_placed AS ({_PLACE_ARTICLES}), events AS ({_ADD_EVENTS})
+    SELECT 1
 """)
 _RETIRE_MERGED = text("""
     WITH retired AS (
