@@ -14,6 +14,7 @@ commit order, and a worker's copy is exact once it has caught up.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable
@@ -53,6 +54,15 @@ _RESERVE = text("""
     SELECT nextval('story_revision_seq') AS revision,
            ARRAY(SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n)) AS ids
 """)
+# The lock is taken first (the CTE is scanned before the revision and ids are drawn), so revisions still follow
+# commit order.
+_LOCK_AND_RESERVE = text("""
+    WITH locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext('newsagg:clustering')))
+    SELECT nextval('story_revision_seq') AS revision,
+           ARRAY(SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n)) AS ids
+    FROM locked
+""")
+_MORE_IDS = text("SELECT ARRAY(SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n))")
 _CHANGED_VOCABULARY = text("SELECT term, documents, revision FROM story_vocabulary WHERE revision > :revision")
 
 
@@ -75,12 +85,17 @@ class ClusteringCache:
         self.__init__(self.velocity_window)  # type: ignore[misc]
 
     @contextlib.asynccontextmanager
-    async def locked(self, db: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-        """A transaction holding the clustering lock; if it fails, this copy starts again."""
+    async def locked(self, db: AsyncEngine, *, reserve: int = 0) -> AsyncIterator[AsyncConnection]:
+        """A transaction holding the clustering lock; if it fails, this copy starts again. With `reserve`, that many
+        story ids and the save's revision are reserved in the same round trip (as `reserve_ids`)."""
         try:
             async with db.begin() as connection:
-                await connection.execute(CLUSTERING_LOCK)
+                if reserve:
+                    self._reserved((await connection.execute(_LOCK_AND_RESERVE, {"n": reserve})).one())
+                else:
+                    await connection.execute(CLUSTERING_LOCK)
                 yield connection
+                self.reserved, self.revision = set(), None  # a batch that saved nothing leaves none to the next
         except BaseException:
             self.reset()
             raise
@@ -124,7 +139,17 @@ class ClusteringCache:
     async def reserve_ids(self, connection: AsyncConnection, count: int) -> None:
         """New stories take ids from the table's sequence, reserved up front: the clusterer itself never waits. The
         save's revision comes in the same round trip (under the lock, so still in commit order)."""
-        row = (await connection.execute(_RESERVE, {"n": max(count, 1)})).one()
+        self._reserved((await connection.execute(_RESERVE, {"n": max(count, 1)})).one())
+
+    async def reserve_more(self, connection: AsyncConnection, count: int) -> None:
+        """Ids for up to `count` new stories in all, when a batch proves larger than reserved for (it took waiting
+        articles along): the ones reserved first are used first."""
+        if count > len(self.reserved):
+            more = list(await connection.scalar(_MORE_IDS, {"n": count - len(self.reserved)}))
+            self.state.new_ids = itertools.chain(self.state.new_ids, more)
+            self.reserved |= set(more)
+
+    def _reserved(self, row: Any) -> None:
         self.state.new_ids = iter(row.ids)
         self.reserved, self.revision = set(row.ids), row.revision
 
