@@ -24,8 +24,8 @@ from typing import Any
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.stories.clustering import Representative, Story, StoryState, story_topics
 from app.stories.models import StoryCluster
+from app.stories.state import Representative, Story, StoryState, story_topics
 from app.stories.updates import STORY_UPDATED_TOPIC, update_events
 from app.stories.velocity import BREAKING_TOPIC, WINDOW, breaking_events, measure
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.stories.clustering import Story
+from app.stories.state import Story
 
 STORY_UPDATED_TOPIC = "story.updated"
 

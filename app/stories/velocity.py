@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.stories.clustering import Story, story_topics
+from app.stories.state import Story, story_topics
 
 WINDOW = timedelta(minutes=30)
 BREAKING_PER_MINUTE = 2.0  # more than this many articles a minute ...
