@@ -220,3 +220,22 @@ async def test_two_workers_caches_stay_in_step(services: Services, settings: Set
     assert (story.size, len(story.sources)) == (3, 3)
     [stored_story] = [s for s in await stories(services) if s.id == a[ids[0]]]
     assert (stored_story.article_count, stored_story.source_count) == (3, 3)
+
+
+async def test_a_worker_alone_reads_nothing_back_and_still_sees_another_workers_write(
+    services: Services, settings: Settings
+) -> None:
+    """A worker whose last save is the latest revision skips reading changes; once another worker writes, the next
+    batch reads them (the story the other worker grew is the one this worker's article joins)."""
+    first, second = ClusteringCache(), ClusteringCache()
+    ids = await stored(services, settings, [FED[0], APPLE[0], APPLE[1], FED[1], FED[2]])
+    a = await cluster_articles(services.engine, ids[:1], first)
+    reads = first.reads
+    b = await cluster_articles(services.engine, ids[1:2], first)  # nobody else wrote: nothing to read
+    assert first.reads == reads
+    c = await cluster_articles(services.engine, ids[2:4], second)  # the other worker grows both stories
+    d = await cluster_articles(services.engine, ids[4:], first)
+    assert first.reads == reads + 1
+    assert a[ids[0]] == c[ids[3]] == d[ids[4]] != b[ids[1]] == c[ids[2]]
+    assert first.state.stories[a[ids[0]]].size == 3
+    assert first.state.stories[b[ids[1]]].size == 2

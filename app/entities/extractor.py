@@ -83,6 +83,7 @@ def extract_uncached(title: str, summary: str = "", language: str | None = None)
 _cached = functools.lru_cache(maxsize=4096)(extract_uncached)
 
 
+@functools.cache  # one set union per language, not per article
 def _stopwords(language: str | None) -> frozenset[str]:
     return (stopwords(language) | NOT_NAMES) - NAME_STARTS
 

@@ -3,6 +3,7 @@ title word before it ("President", "Mr") and whether it opens a sentence (where 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ class Phrase:
     sentence_start: bool
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure, and headline words repeat: each word is judged once
 def capitalised(word: str) -> bool:
     letters = [c for c in word if c.isalpha()]
     if not letters or not letters[0].isupper():

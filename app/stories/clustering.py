@@ -5,29 +5,34 @@ term weights, IDF-weighted), with IDF learned from every article seen; an articl
 `min_shared` of its significant terms with the story. Only stories updated within the window are candidates (older
 ones are frozen), found through their strongest terms.
 
-The algorithm is pure and synchronous: it works on a `StoryState`, the active stories and vocabulary in memory.
+The algorithm is pure and synchronous: it works on a `StoryState` (app/stories/state.py), the active stories and
+vocabulary in memory.
 Evaluation keeps one state for a whole run; at ingest each worker keeps one, caught up with PostgreSQL before each
 batch and written back after it (app/stories/store.py), so both run exactly this code.
 """
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import operator
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from app.entities.evidence import clash, entity_terms, role_terms
 from app.entities.extractor import extract
+
+# the state's types, also importable from here (where the clusterer's callers have always found them)
+from app.stories.state import TOP_TERMS as TOP_TERMS
+from app.stories.state import IncomingArticle as IncomingArticle
+from app.stories.state import Representative as Representative
+from app.stories.state import Story as Story
+from app.stories.state import StoryState as StoryState
+from app.stories.state import story_topics as story_topics
+from app.stories.state import top_terms as top_terms
 from app.stories.text_features import GRAM_LANGUAGES, terms
 
-TOP_TERMS = 50  # a story is found through its strongest terms
-SELECTIVE_POSTINGS = 200  # a word among the strongest terms of more stories than this identifies none of them
-CENTROID_TERMS = 300  # a story keeps its strongest terms only: bounded work and storage for a story of any size
 _ZEROS = itertools.repeat(0.0)  # the weight of a term a centroid lacks, for map()
 
 
@@ -73,220 +78,6 @@ class ClusteringPolicy:
     signature_weight: float = 0.1
     signature_share: float = 0.9
     signature_support: int = 5
-
-
-@dataclass(frozen=True, slots=True)
-class IncomingArticle:
-    id: int
-    title: str
-    summary: str
-    source: str
-    at: datetime
-    authority: float = 0.5
-    topics: tuple[str, ...] = ()
-    language: str | None = None
-    arrived: datetime | None = None  # when ingest stored it (velocity counts arrivals); `at` when not given
-
-
-@dataclass
-class Story:
-    id: int
-    centroid: dict[str, float]  # raw term weights summed over the story's articles
-    norm: float  # |centroid * idf|, kept up to date incrementally (IDF as of each change)
-    size: int
-    sources: set[str]
-    first_seen: datetime
-    last_updated: datetime
-    representative: Representative
-    topic_counts: Counter[str] = field(default_factory=Counter)  # articles per topic
-    languages: set[str] = field(default_factory=set)
-    # arrivals of its articles in the velocity window, (epoch seconds, source), and what they measure
-    recent: list[tuple[float, str]] = field(default_factory=list)
-    velocity: float = 0.0
-    is_breaking: bool = False
-    breaking_started_at: datetime | None = None
-    top: set[str] = field(default_factory=set)  # its strongest terms: what it is found by
-    floor: float = 0.0  # the weakest weight among them when they were last chosen
-
-
-@dataclass(frozen=True, slots=True)
-class Representative:
-    """The article that stands for a story: the most authoritative outlet's, then the earliest."""
-
-    article_id: int
-    title: str
-    authority: float
-    at: datetime
-
-    def better_than(self, other: Representative) -> bool:
-        return (-self.authority, self.at, self.article_id) < (-other.authority, other.at, other.article_id)
-
-
-STORY_TOPIC_SHARE = 0.3  # a story is about a topic when this share of its articles with a topic is
-
-
-def story_topics(story: Story) -> list[str]:
-    """Most common first; at most two. Articles without a topic (in a language the topic classifier does not read)
-    are left out of the share, so that an English sports report among German ones still makes a sports story. Their
-    number is bounded by the topic labels (one an article, two when close): never fewer than the articles with one."""
-    ranked = sorted(story.topic_counts.items(), key=lambda pair: (-pair[1], pair[0]))
-    labelled = min(story.size, sum(story.topic_counts.values()))
-    return [topic for topic, n in ranked[:2] if n >= STORY_TOPIC_SHARE * labelled]
-
-
-def top_terms(centroid: dict[str, float], count: int = TOP_TERMS) -> list[str]:
-    return heapq.nlargest(count, centroid, key=centroid.__getitem__)
-
-
-@dataclass
-class StoryState:
-    """Vocabulary statistics and the active stories, with a record of what changed since the last save."""
-
-    documents: int = 0
-    frequencies: Counter[str] = field(default_factory=Counter)
-    stories: dict[int, Story] = field(default_factory=dict)
-    index: dict[str, set[int]] = field(default_factory=dict)  # top term -> stories
-    new_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
-    merged_into: dict[int, int] = field(default_factory=dict)
-    # what changed since it was last saved, for whoever persists the state
-    observed: Counter[str] = field(default_factory=Counter)
-    articles_observed: int = 0
-    changed: set[int] = field(default_factory=set)
-    placed: dict[int, int] = field(default_factory=dict)  # article id -> story id
-    since_merge: set[int] = field(default_factory=set)  # stories changed since the last merge pass
-
-    def put(self, story: Story) -> None:
-        """Adds a story as stored (or replaces the copy held)."""
-        self.forget(story.id)
-        story.top = set()
-        self.stories[story.id] = story
-        self._retop(story, {})
-
-    def forget(self, story_id: int) -> None:
-        if (story := self.stories.pop(story_id, None)) is not None:
-            self._index(story_id, story.top, ())
-
-    def _index(self, story_id: int, before: Iterable[str], after: Iterable[str]) -> None:
-        for word in before:
-            if (ids := self.index.get(word)) is not None:
-                ids.discard(story_id)
-                if not ids:
-                    del self.index[word]
-        for word in after:
-            self.index.setdefault(word, set()).add(story_id)
-
-    def observe(self, words: Iterable[str]) -> None:
-        words = list(words)
-        self.frequencies.update(words)  # a list of words: each counts once (a mapping would add its values)
-        self.observed.update(words)
-        self.documents += 1
-        self.articles_observed += 1
-
-    def idf(self, word: str) -> float:
-        return math.log((self.documents + 1) / (self.frequencies.get(word, 0) + 1)) + 1
-
-    def candidates(self, words: list[str], since: datetime, *, sharing: int = 1) -> list[Story]:
-        """Active stories with at least `sharing` of `words` among their strongest terms. They are found through the
-        selective words only: a word among the strongest of more than SELECTIVE_POSTINGS live stories ("police",
-        "coronavirus") still counts towards `sharing`, but never brings a story in by itself."""
-        hits: Counter[int] = Counter()
-        common = []
-        for word in words:
-            postings = self.index.get(word)
-            if postings is None:
-                continue
-            if len(postings) <= SELECTIVE_POSTINGS:
-                hits.update(postings)
-            else:
-                common.append(postings)
-        if sharing > 1:
-            for postings in common:  # set operations in C: the stories found that also have this common word
-                hits.update(hits.keys() & postings)
-        stories = self.stories
-        return [stories[i] for i, n in hits.items() if n >= sharing and stories[i].last_updated >= since]
-
-    def resolve(self, story_id: int) -> int:
-        while story_id in self.merged_into:
-            story_id = self.merged_into[story_id]
-        return story_id
-
-    def add_weights(self, story: Story, weights: dict[str, float], idf: dict[str, float] | None = None) -> None:
-        """Adds term weights to a story's centroid, keeping its norm, top-term index and size bound (with the
-        weights' IDF when the caller has it already: the same numbers)."""
-        squared = story.norm * story.norm
-        centroid = story.centroid
-        idf_of = idf.__getitem__ if idf is not None else self.idf
-        for word, weight in weights.items():
-            old = centroid.get(word, 0.0)
-            factor = idf_of(word)
-            squared += ((old + weight) ** 2 - old * old) * factor * factor
-            centroid[word] = old + weight
-        if len(centroid) > CENTROID_TERMS * 3 // 2:  # trimmed now and then, not on every article
-            for word in heapq.nsmallest(len(centroid) - CENTROID_TERMS, centroid, key=centroid.__getitem__):
-                squared -= (centroid.pop(word) * self.idf(word)) ** 2
-        story.norm = math.sqrt(max(squared, 0.0))
-        self._retop(story, weights)
-        self.changed.add(story.id)
-        self.since_merge.add(story.id)
-
-    def _retop(self, story: Story, weights: dict[str, float]) -> None:
-        """Weights only grow (and trimming drops the weakest), so a full story's strongest terms change only when
-        a term outside them passes the weakest of them."""
-        centroid = story.centroid
-        if len(story.top) >= TOP_TERMS and all(w in story.top or centroid.get(w, 0.0) <= story.floor for w in weights):
-            return
-        before = story.top
-        story.top = set(top_terms(centroid))
-        story.floor = min(centroid[w] for w in story.top) if story.top else 0.0
-        self._index(story.id, before - story.top, story.top - before)
-
-    def create(self, article: IncomingArticle, weights: dict[str, float], idf: dict[str, float] | None = None,
-               ) -> Story:  # fmt: skip
-        representative = Representative(article.id, article.title, article.authority, article.at)
-        story = Story(next(self.new_ids), {}, 0.0, 1, {article.source}, article.at, article.at, representative)
-        self.stories[story.id] = story
-        self.add_weights(story, weights, idf)
-        self._label(story, article)
-        self.placed[article.id] = story.id
-        return story
-
-    def join(self, story: Story, article: IncomingArticle, weights: dict[str, float],
-             idf: dict[str, float] | None = None) -> None:  # fmt: skip
-        self.add_weights(story, weights, idf)
-        story.size += 1
-        story.sources.add(article.source)
-        story.last_updated = max(story.last_updated, article.at)
-        candidate = Representative(article.id, article.title, article.authority, article.at)
-        if candidate.better_than(story.representative):
-            story.representative = candidate
-        self._label(story, article)
-        self.placed[article.id] = story.id
-
-    @staticmethod
-    def _label(story: Story, article: IncomingArticle) -> None:
-        story.topic_counts.update(article.topics)
-        if article.language:
-            story.languages.add(article.language)
-        story.recent.append(((article.arrived or article.at).timestamp(), article.source))
-
-    def merge(self, small: Story, large: Story) -> None:
-        self.add_weights(large, small.centroid)
-        large.size += small.size
-        large.sources |= small.sources
-        large.first_seen = min(large.first_seen, small.first_seen)
-        large.last_updated = max(large.last_updated, small.last_updated)
-        if small.representative.better_than(large.representative):
-            large.representative = small.representative
-        large.topic_counts.update(small.topic_counts)
-        large.languages |= small.languages
-        large.recent = sorted(large.recent + small.recent)
-        large.breaking_started_at = min((t for t in (large.breaking_started_at, small.breaking_started_at) if t),
-                                        default=None)  # fmt: skip
-        large.is_breaking = large.is_breaking or small.is_breaking
-        self.forget(small.id)
-        self.merged_into[small.id] = large.id
-        self.changed.discard(small.id)
-        self.since_merge.discard(small.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,28 +148,35 @@ class StoryClusterer:
         found by (a headline cut into character bigrams has many, most of them unique to it), and how many of them
         a story must have among its strongest terms (`min_shared`, or fewer when the article has fewer significant
         terms)."""
-        rarest = heapq.nlargest(self.policy.candidate_terms, idf, key=idf.__getitem__)
-        significant = sum(1 for w in rarest if idf[w] >= self.policy.significant_idf)
-        indexed = heapq.nlargest(self.policy.candidate_terms, (w for w in idf if w in index), key=idf.__getitem__)
+        # one stable sort (ties keep the article's term order, as heapq.nlargest does) serves both choices
+        ranked = sorted(idf, key=idf.__getitem__, reverse=True)
+        count, floor = self.policy.candidate_terms, self.policy.significant_idf
+        significant = sum(1 for w in ranked[:count] if idf[w] >= floor)
+        indexed = list(itertools.islice((w for w in ranked if w in index), count))
         return indexed, max(min(self.policy.min_shared, significant), 1)
 
     def assign(self, state: StoryState, article: IncomingArticle) -> int:
         counts = article_terms(article.title, article.summary, article.language)
         state.observe(counts)
-        idf = {w: state.idf(w) for w in counts}
-        vector = {w: c * idf[w] for w, c in counts.items()}
-        length = math.sqrt(sum(v * v for v in vector.values()))
+        idf = state.idfs(counts)
+        words = list(counts)
+        vector = list(map(operator.mul, counts.values(), idf.values()))
+        length = math.sqrt(sum(map(operator.mul, vector, vector)))
         # against raw centroid weights: idf applied once here
-        words, query = list(vector), [v * idf[w] for w, v in vector.items()]
+        query = list(map(operator.mul, vector, idf.values()))
         lookup, sharing = self.lookup(idf, state.index)
         best, best_score = None, self.threshold(article.language)
-        evidence = self.evidence_of(state, counts)
+        bars, roles = signature_bars(state, counts, self.policy), role_terms(counts)
+        weight, plain = self.policy.signature_weight, not bars[0] and not roles  # no evidence can count
+        born = article.at - self.policy.lifetime
         for story in state.candidates(lookup, article.at - self.policy.window, sharing=sharing):
-            if not story.norm or story.first_seen < article.at - self.policy.lifetime:
+            if not story.norm or story.first_seen < born:
                 continue
             # the dot product over the article's terms, in C (map) rather than a generator: the same sum
-            score = sum(map(operator.mul, query, map(story.centroid.get, words, _ZEROS))) / (length * story.norm)
-            score += evidence(story)
+            centroid = story.centroid
+            score = sum(map(operator.mul, query, map(centroid.get, words, _ZEROS))) / (length * story.norm)
+            if not plain:
+                score += weight * signs(story, bars) - clash(roles, centroid)
             if score >= best_score:
                 best, best_score = story, score
         if best is None:

@@ -17,7 +17,7 @@ from sqlalchemy import TextClause, text
 
 from app.db.engine import Executor
 from app.outbox import repository as outbox
-from app.stories.clustering import STORY_TOPIC_SHARE
+from app.stories.state import STORY_TOPIC_SHARE
 from app.stories.store import CLUSTERING_LOCK
 from app.stories.updates import STORY_UPDATED_TOPIC
 
@@ -38,13 +38,13 @@ _REPAIR = text(f"""
                row_number() OVER (PARTITION BY m.story_id ORDER BY count(*) DESC, t.topic) AS place
         FROM members m, unnest(m.topics) AS t(topic) GROUP BY m.story_id, t.topic
     ),
-    labels AS (  -- app/stories/clustering.story_topics: the two most common, each on enough of those with a topic
+    labels AS (  -- app/stories/state.story_topics: the two most common, each on enough of those with a topic
         SELECT c.story_id, jsonb_object_agg(c.topic, c.n) AS topic_counts,
                coalesce(array_agg(c.topic ORDER BY c.place) FILTER (
                    WHERE c.place <= 2 AND c.n >= {STORY_TOPIC_SHARE} * least(s.size, c.labels)), '{{}}') AS topics
         FROM counted c JOIN sizes s USING (story_id) GROUP BY c.story_id
     ),
-    best AS (  -- app/stories/clustering.Representative: the most authoritative outlet's, then the earliest
+    best AS (  -- app/stories/state.Representative: the most authoritative outlet's, then the earliest
         SELECT DISTINCT ON (story_id) story_id, id, title FROM members
         ORDER BY story_id, authority DESC, published_at, id
     ),

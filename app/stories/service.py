@@ -25,14 +25,16 @@ async def cluster_articles(db: AsyncEngine, article_ids: Sequence[int], cache: C
     A worker passes its cache (without one, everything is written at once, vocabulary counts included)."""
     ephemeral = cache is None
     cache = cache or ClusteringCache()
-    async with cache.locked(db) as connection:
+    # ids for the articles asked for come with the lock (one round trip); waiting ones taken along get theirs after.
+    # Reserved before catching up: the revision tells whether anyone else wrote since this worker's last save.
+    async with cache.locked(db, reserve=max(len(article_ids), 1)) as connection:
         articles = [IncomingArticle(row.id, row.title, row.summary, str(row.source_id), row.published_at,
                                     row.authority, tuple(row.topics), row.language, row.crawled_at)
                     for row in await unclustered(connection, article_ids, pending=pending)]  # fmt: skip
         if not articles:
             return {}
+        await cache.reserve_more(connection, len(articles))
         state = await cache.catch_up(connection, since=articles[0].at - INGEST_POLICY.window)
-        await cache.reserve_ids(connection, len(articles))
         StoryClusterer(INGEST_POLICY).assign_all(state, articles)
         placed = await cache.save(connection, datetime.now(UTC), flush_vocabulary=ephemeral)
     count_clustered((a.arrived for a in articles if a.id in placed), datetime.now(UTC))

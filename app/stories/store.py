@@ -14,6 +14,7 @@ commit order, and a worker's copy is exact once it has caught up.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable
@@ -23,10 +24,10 @@ from typing import Any
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.stories.clustering import Representative, Story, StoryState, story_topics
 from app.stories.models import StoryCluster
-from app.stories.updates import announce_updates
-from app.stories.velocity import WINDOW, announce, measure
+from app.stories.state import Representative, Story, StoryState, story_topics
+from app.stories.updates import STORY_UPDATED_TOPIC, update_events
+from app.stories.velocity import BREAKING_TOPIC, WINDOW, breaking_events, measure
 
 TOTAL = ""  # the vocabulary row that counts articles
 PRUNE_EVERY = timedelta(minutes=1)  # how often a worker's copy drops stories that left the window
@@ -53,6 +54,15 @@ _RESERVE = text("""
     SELECT nextval('story_revision_seq') AS revision,
            ARRAY(SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n)) AS ids
 """)
+# The lock is taken first (the CTE is scanned before the revision and ids are drawn), so revisions still follow
+# commit order.
+_LOCK_AND_RESERVE = text("""
+    WITH locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext('newsagg:clustering')))
+    SELECT nextval('story_revision_seq') AS revision,
+           ARRAY(SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n)) AS ids
+    FROM locked
+""")
+_MORE_IDS = text("SELECT ARRAY(SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n))")
 _CHANGED_VOCABULARY = text("SELECT term, documents, revision FROM story_vocabulary WHERE revision > :revision")
 
 
@@ -67,24 +77,45 @@ class ClusteringCache:
         self.pruned_at: datetime | None = None
         self.reserved: set[int] = set()  # ids reserved for the current batch: stories it creates
         self.revision: int | None = None  # the current batch's revision, when reserved with its ids
+        self.saved_revision: int | None = None  # the revision of this copy's last save
+        self.reads = 0  # how many times it read other workers' changes
 
     def reset(self) -> None:
         """After a failed transaction the copy may hold changes PostgreSQL never got: start again."""
         self.__init__(self.velocity_window)  # type: ignore[misc]
 
     @contextlib.asynccontextmanager
-    async def locked(self, db: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-        """A transaction holding the clustering lock; if it fails, this copy starts again."""
+    async def locked(self, db: AsyncEngine, *, reserve: int = 0) -> AsyncIterator[AsyncConnection]:
+        """A transaction holding the clustering lock; if it fails, this copy starts again. With `reserve`, that many
+        story ids and the save's revision are reserved in the same round trip (as `reserve_ids`)."""
         try:
             async with db.begin() as connection:
-                await connection.execute(CLUSTERING_LOCK)
+                if reserve:
+                    self._reserved((await connection.execute(_LOCK_AND_RESERVE, {"n": reserve})).one())
+                else:
+                    await connection.execute(CLUSTERING_LOCK)
                 yield connection
+                self.reserved, self.revision = set(), None  # a batch that saved nothing leaves none to the next
         except BaseException:
             self.reset()
             raise
 
     async def catch_up(self, connection: AsyncConnection, since: datetime) -> StoryState:
+        """Reads what other workers changed since this copy's last save. When the batch's revision, reserved first
+        (`reserve_ids`), directly follows that save's, nobody has written since: every write is stamped with a number
+        from the revision sequence, taken under the lock, so there is nothing to read (two round trips saved)."""
         state = self.state
+        if self.revision is None or self.saved_revision is None or self.revision != self.saved_revision + 1:
+            await self._read_changes(connection, since)
+        if self.pruned_at is None or since - self.pruned_at >= PRUNE_EVERY:
+            for story in [s for s in state.stories.values() if s.last_updated < since]:  # frozen: out of the window
+                state.forget(story.id)
+            self.pruned_at = since
+        return state
+
+    async def _read_changes(self, connection: AsyncConnection, since: datetime) -> None:
+        state = self.state
+        self.reads += 1
         for row in await connection.execute(_CHANGED_VOCABULARY, {"revision": self.vocabulary_revision}):
             # what this worker observed and has not written yet stays counted
             if row.term == TOTAL:
@@ -104,16 +135,21 @@ class ClusteringCache:
                             representative, Counter(row.topic_counts), set(row.languages),
                             [(float(t), str(src)) for t, src in row.recent_arrivals], row.velocity, row.is_breaking,
                             row.breaking_started_at))  # fmt: skip
-        if self.pruned_at is None or since - self.pruned_at >= PRUNE_EVERY:
-            for story in [s for s in state.stories.values() if s.last_updated < since]:  # frozen: out of the window
-                state.forget(story.id)
-            self.pruned_at = since
-        return state
 
     async def reserve_ids(self, connection: AsyncConnection, count: int) -> None:
         """New stories take ids from the table's sequence, reserved up front: the clusterer itself never waits. The
         save's revision comes in the same round trip (under the lock, so still in commit order)."""
-        row = (await connection.execute(_RESERVE, {"n": max(count, 1)})).one()
+        self._reserved((await connection.execute(_RESERVE, {"n": max(count, 1)})).one())
+
+    async def reserve_more(self, connection: AsyncConnection, count: int) -> None:
+        """Ids for up to `count` new stories in all, when a batch proves larger than reserved for (it took waiting
+        articles along): the ones reserved first are used first."""
+        if count > len(self.reserved):
+            more = list(await connection.scalar(_MORE_IDS, {"n": count - len(self.reserved)}))
+            self.state.new_ids = itertools.chain(self.state.new_ids, more)
+            self.reserved |= set(more)
+
+    def _reserved(self, row: Any) -> None:
         self.state.new_ids = iter(row.ids)
         self.reserved, self.revision = set(row.ids), row.revision
 
@@ -135,23 +171,28 @@ class ClusteringCache:
             state.observed, state.articles_observed = Counter(), 0
         changed = sorted(i for i in state.changed if i in state.stories)
         breaking = [state.stories[i] for i in changed if measure(state.stories[i], now, self.velocity_window)]
-        if changed:
-            await connection.execute(_SAVE_STORIES, _story_rows([state.stories[i] for i in changed], revision))
-        await announce(connection, breaking, now)
         retired = {i: state.resolve(i) for i in state.merged_into}
         if retired:
             await connection.execute(_RETIRE_MERGED, {"story": list(retired), "into": list(retired.values()),
                                                       "revision": revision})  # fmt: skip
         placed = {article: state.resolve(story) for article, story in state.placed.items()}
-        if placed:
-            await connection.execute(_PLACE_ARTICLES, {"article": list(placed), "story": list(placed.values())})
         grown = (set(placed.values()) | set(retired.values())) - self.reserved
-        await announce_updates(connection, [state.stories[i] for i in sorted(grown) if i in state.stories], retired,
-                               int(revision or 0))  # fmt: skip
+        announced = breaking_events(breaking, now)
+        updated = update_events([state.stories[i] for i in sorted(grown) if i in state.stories], retired,
+                                int(revision or 0))  # fmt: skip
+        events = announced | updated
+        if changed or placed or events:  # one round trip: the stories, their articles and their outbox events
+            await connection.execute(_SAVE, {
+                **_story_rows([state.stories[i] for i in changed], revision),
+                "article": list(placed), "story": list(placed.values()),
+                "event_key": list(events), "event_payload": [json.dumps(e) for e in events.values()],
+                "event_topic": [BREAKING_TOPIC] * len(announced) + [STORY_UPDATED_TOPIC] * len(updated),
+            })  # fmt: skip
         state.changed, state.placed, state.merged_into, self.reserved, self.revision = set(), {}, {}, set(), None
         # at ingest the merge job picks its own drivers (service.merge_stories); kept, this set would only grow
         state.since_merge = set()
         self.story_revision = self.vocabulary_revision = int(revision or 0)
+        self.saved_revision = int(revision) if revision else None
         return placed
 
 
@@ -162,7 +203,7 @@ _SAVE_VOCABULARY = text("""
     ON CONFLICT (term) DO UPDATE
     SET documents = story_vocabulary.documents + excluded.documents, revision = excluded.revision
 """)
-_SAVE_STORIES = text("""
+_SAVE_STORIES = """
     INSERT INTO story_clusters (id, title, representative_article_id, centroid, centroid_norm, article_count,
                                 source_count, source_ids, first_seen_at, last_updated_at, revision, topic_counts,
                                 topics, primary_topic, languages, recent_arrivals, velocity, is_breaking,
@@ -189,10 +230,23 @@ _SAVE_STORIES = text("""
         article_count = excluded.article_count, source_count = excluded.source_count,
         source_ids = excluded.source_ids, first_seen_at = excluded.first_seen_at,
         last_updated_at = excluded.last_updated_at, revision = excluded.revision
-""")
-_PLACE_ARTICLES = text("""
+"""
+_PLACE_ARTICLES = """
     UPDATE articles AS a SET cluster_id = u.story
     FROM unnest(CAST(:article AS bigint[]), CAST(:story AS bigint[])) AS u(article, story) WHERE a.id = u.article
+"""
+_ADD_EVENTS = """
+    INSERT INTO outbox (topic, dedupe_key, payload)
+    SELECT u.topic, u.key, CAST(u.payload AS jsonb)
+    FROM unnest(CAST(:event_topic AS varchar[]), CAST(:event_key AS text[]), CAST(:event_payload AS text[]))
+        AS u(topic, key, payload)
+    ON CONFLICT (dedupe_key) DO NOTHING
+"""
+# Sibling statements of one WITH run once each, whether read or not; the articles' foreign key to their story is
+# checked at the end of the statement, when the stories inserted beside it are there.
+_SAVE = text(f"""
+    WITH stories AS ({_SAVE_STORIES}), articles_placed AS ({_PLACE_ARTICLES}), events AS ({_ADD_EVENTS})
+    SELECT 1
 """)
 _RETIRE_MERGED = text("""
     WITH retired AS (

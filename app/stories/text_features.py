@@ -3,6 +3,7 @@ form (app/text/word_forms.py), text without spaces as character n-grams (app/tex
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 
 from app.text.segments import segments
@@ -30,18 +31,22 @@ def terms(title: str, summary: str = "", language: str | None = None) -> dict[st
                 counts[raw] += 1.0
         else:
             weight = NAME_WEIGHT if index > 0 and raw[:1].isupper() else 1.0
-            for part in _parts(raw):
-                if len(word := word_form(part, language)) >= MIN_TITLE_WORD:
-                    counts[word] += weight
+            for word in _forms(raw, language, MIN_TITLE_WORD):
+                counts[word] += weight
     for kind, raw in segments(summary):
         if kind == "gram":
             if raw not in stop:
                 counts[raw] += SUMMARY_WEIGHT
         else:
-            for part in _parts(raw):
-                if len(word := word_form(part, language)) >= MIN_SUMMARY_WORD:
-                    counts[word] += SUMMARY_WEIGHT
+            for word in _forms(raw, language, MIN_SUMMARY_WORD):
+                counts[word] += SUMMARY_WEIGHT
     return dict(counts)
+
+
+@functools.lru_cache(maxsize=1 << 17)  # words repeat across headlines: each is cut, formed and measured once
+def _forms(raw: str, language: str, shortest: int) -> tuple[str, ...]:
+    """The matching forms of a word as written (of each part of a compound), those shorter than `shortest` left out."""
+    return tuple(word for part in _parts(raw) if len(word := word_form(part, language)) >= shortest)
 
 
 def _parts(word: str) -> list[str]:

@@ -10,15 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.db.engine import Executor
-from app.outbox import repository as outbox
-from app.stories.clustering import Story
+from app.stories.state import Story
 
 STORY_UPDATED_TOPIC = "story.updated"
 
 
-async def announce_updates(db: Executor, grown: Sequence[Story], retired: Mapping[int, int], revision: int) -> None:
-    """Events for the stories that `grown` holds and for each retired story -> the story it was merged into."""
+def update_events(grown: Sequence[Story], retired: Mapping[int, int], revision: int) -> dict[str, dict[str, Any]]:
+    """Events by deduplication key for the stories that `grown` holds and for each retired story -> the story it was
+    merged into, written with the save (app/stories/store.py)."""
 
     def key(story_id: int) -> str:
         return f"{STORY_UPDATED_TOPIC}:{story_id}:{revision}"
@@ -30,4 +29,4 @@ async def announce_updates(db: Executor, grown: Sequence[Story], retired: Mappin
         "story_id": s.id, "article_count": s.size, "source_count": len(s.sources),
         "last_updated_at": s.last_updated.isoformat(), "revision": revision,
     } for s in grown}  # fmt: skip
-    await outbox.add_once(db, STORY_UPDATED_TOPIC, events)
+    return events

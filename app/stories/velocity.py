@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
-from app.db.engine import Executor
-from app.outbox import repository as outbox
-from app.stories.clustering import Story, story_topics
+from app.stories.state import Story, story_topics
 
 WINDOW = timedelta(minutes=30)
 BREAKING_PER_MINUTE = 2.0  # more than this many articles a minute ...
@@ -35,10 +34,11 @@ def measure(story: Story, now: datetime, window: timedelta = WINDOW) -> bool:
     return became
 
 
-async def announce(db: Executor, stories: Sequence[Story], now: datetime) -> None:
-    """One `story.breaking` outbox event per story, ever (deduplicated by the story's key)."""
-    await outbox.add_once(db, BREAKING_TOPIC, {f"{BREAKING_TOPIC}:{s.id}": {
+def breaking_events(stories: Sequence[Story], now: datetime) -> dict[str, dict[str, Any]]:
+    """One `story.breaking` outbox event per story, ever (by deduplication key: the story's), written with the save
+    (app/stories/store.py)."""
+    return {f"{BREAKING_TOPIC}:{s.id}": {
         "story_id": s.id, "title": s.representative.title, "article_count": s.size, "source_count": len(s.sources),
         "topics": story_topics(s), "languages": sorted(s.languages), "velocity": s.velocity,
         "sources_in_window": len({source for _, source in s.recent}), "at": now.isoformat(),
-    } for s in stories})  # fmt: skip
+    } for s in stories}  # fmt: skip
