@@ -20,7 +20,8 @@ from app.stories.repair import delete_articles, lock_clustering
 BATCH = 10_000
 # What references an article, and how a merge carries it to the article kept (tests/test_renormalize.py checks that
 # this covers every foreign key to articles)
-REFERENCES = ("articles.duplicate_of_id", "article_entities.article_id", "article_texts.article_id",
+REFERENCES = ("articles.duplicate_of_id", "article_entities.article_id", "article_places.article_id",
+              "article_texts.article_id",
               "fetch_articles.article_id", "read_events.article_id",
               "story_clusters.representative_article_id")  # fmt: skip
 
@@ -64,6 +65,11 @@ _MERGE = [text(statement) for statement in (
     """INSERT INTO article_entities (article_id, key, name, kind, mentions, role, seen_at)
        SELECT DISTINCT ON (m.keeper, e.key) m.keeper, e.key, e.name, e.kind, e.mentions, e.role, e.seen_at
        FROM url_merges m JOIN article_entities e ON e.article_id = m.copy ORDER BY m.keeper, e.key, e.seen_at
+       ON CONFLICT DO NOTHING""",
+    # and places, as entities
+    """INSERT INTO article_places (article_id, key, name, country, region, mentions, seen_at)
+       SELECT DISTINCT ON (m.keeper, p.key) m.keeper, p.key, p.name, p.country, p.region, p.mentions, p.seen_at
+       FROM url_merges m JOIN article_places p ON p.article_id = m.copy ORDER BY m.keeper, p.key, p.seen_at
        ON CONFLICT DO NOTHING""",
     # a kept article without a text (none, or a failed fetch) takes its oldest copy's, a text before a failure
     """INSERT INTO article_texts (article_id, origin, text, html, word_count, title, author, published_at, image,

@@ -17,6 +17,7 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.entities import repository as entities
+from app.places import repository as places
 from app.extraction import repository as texts
 from app.extraction.pool import ExtractionCrashed, read_page_apart
 from app.ingest.addresses import AddressRefused, check_url_target
@@ -86,6 +87,7 @@ async def fetch_article_text(
         await texts.save_page_text(connection, article_id, found, error_class=None if found else "empty",
                                    etag=page.etag, last_modified=page.last_modified)  # fmt: skip
         await entities.save(connection, {article_id: named})
+        await places.save(connection, {article_id: named})
     return TextOutcome(article_id, "extracted" if found else "empty", None if found else "empty")
 
 

@@ -27,6 +27,9 @@ class NewSource:
     min_interval_s: int
     max_interval_s: int
     admin_fields: list[str] = field(default_factory=list)  # chosen by an administrator: the feed may not rename
+    country: str | None = None
+    outlet_kind: str = "unknown"
+    outlet_inferred: bool = True
 
 
 async def insert_source(session: AsyncSession, new: NewSource) -> Source | None:
