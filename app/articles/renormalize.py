@@ -42,6 +42,13 @@ _PLAN_MERGES = text("""
         GROUP BY holder.url HAVING count(*) > 1
     ) AS same_url
 """)
+# places, as entities (on a database migrated past 0021: migration 0020 runs this before the table exists)
+_CARRY_PLACES = text("""
+    INSERT INTO article_places (article_id, key, name, country, region, mentions, seen_at)
+    SELECT DISTINCT ON (m.keeper, p.key) m.keeper, p.key, p.name, p.country, p.region, p.mentions, p.seen_at
+    FROM url_merges m JOIN article_places p ON p.article_id = m.copy ORDER BY m.keeper, p.key, p.seen_at
+    ON CONFLICT DO NOTHING
+""")
 _MERGE = [text(statement) for statement in (
     # clicks and shares add up
     """UPDATE articles a SET click_count = a.click_count + s.clicks, share_count = a.share_count + s.shares
@@ -65,11 +72,6 @@ _MERGE = [text(statement) for statement in (
     """INSERT INTO article_entities (article_id, key, name, kind, mentions, role, seen_at)
        SELECT DISTINCT ON (m.keeper, e.key) m.keeper, e.key, e.name, e.kind, e.mentions, e.role, e.seen_at
        FROM url_merges m JOIN article_entities e ON e.article_id = m.copy ORDER BY m.keeper, e.key, e.seen_at
-       ON CONFLICT DO NOTHING""",
-    # and places, as entities
-    """INSERT INTO article_places (article_id, key, name, country, region, mentions, seen_at)
-       SELECT DISTINCT ON (m.keeper, p.key) m.keeper, p.key, p.name, p.country, p.region, p.mentions, p.seen_at
-       FROM url_merges m JOIN article_places p ON p.article_id = m.copy ORDER BY m.keeper, p.key, p.seen_at
        ON CONFLICT DO NOTHING""",
     # a kept article without a text (none, or a failed fetch) takes its oldest copy's, a text before a failure
     """INSERT INTO article_texts (article_id, origin, text, html, word_count, title, author, published_at, image,
@@ -126,6 +128,8 @@ async def renormalize_article_urls(db: Executor) -> Renormalized:
         if changes:
             await db.execute(_ADD_CHANGES, {"ids": [c[0] for c in changes], "urls": [c[1] for c in changes]})
     await db.execute(_PLAN_MERGES)
+    if await db.scalar(text("SELECT to_regclass('article_places') IS NOT NULL")):
+        await db.execute(_CARRY_PLACES)
     for statement in _MERGE:
         await db.execute(statement)
     deleted = await delete_articles(db, _DELETE_COPIES, {}, [])

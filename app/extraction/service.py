@@ -17,12 +17,12 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.entities import repository as entities
-from app.places import repository as places
 from app.extraction import repository as texts
 from app.extraction.pool import ExtractionCrashed, read_page_apart
 from app.ingest.addresses import AddressRefused, check_url_target
 from app.ingest.fetch import FetchError, FetchPolicy, fetch_feed
 from app.ingest.politeness import Politeness
+from app.places import repository as places
 from app.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import text
@@ -17,14 +18,19 @@ FIRST_CUT_BREAKING = 0.2
 _CANDIDATES = """
     WITH best AS (
         SELECT s.id, s.title, s.topics, s.topic_counts, s.source_ids, s.source_count, s.last_updated_at,
-               s.is_breaking, s.representative_article_id
+               s.is_breaking, s.representative_article_id,
+               CASE WHEN s.id = ANY(CAST(:local_stories AS bigint[])) THEN 0.5 ELSE 0 END
+               + CASE WHEN s.source_ids && CAST(:local_sources AS bigint[]) THEN 0.5 ELSE 0 END AS locality
         FROM story_clusters s
         WHERE s.merged_into_id IS NULL AND s.last_updated_at >= :since AND s.article_count > 0 {filters}
         ORDER BY {freshness} * exp(-{decay} * greatest(CAST(extract(epoch FROM (:now - s.last_updated_at)) AS float8)
                                                         / 3600, 0))
                  + {coverage_per_source} * least(s.source_count, {full_coverage})
                  + CASE WHEN s.is_breaking THEN {breaking} ELSE 0 END
-                 + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN {relevance} ELSE 0 END DESC,
+                 + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN {relevance} ELSE 0 END
+                 + CAST(:locality_weight AS float8)
+                   * (CASE WHEN s.id = ANY(CAST(:local_stories AS bigint[])) THEN 0.5 ELSE 0 END
+                      + CASE WHEN s.source_ids && CAST(:local_sources AS bigint[]) THEN 0.5 ELSE 0 END) DESC,
                  s.id DESC
         LIMIT :limit
     )
@@ -44,12 +50,26 @@ _CANDIDATES = """
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Locality:
+    """A region's stories: those about it (an article names a place there) and its outlets; weighed `weight`."""
+
+    stories: Sequence[int] = ()
+    sources: Sequence[int] = ()
+    weight: float = 0.0
+
+
 async def candidates(db: Executor, *, now: datetime, since: datetime, limit: int, languages: Sequence[str] = (),
-                     topic: str | None = None, muted: Sequence[int] = (),
-                     interests: Sequence[str] = ()) -> list[Candidate]:  # fmt: skip
+                     topic: str | None = None, muted: Sequence[int] = (), interests: Sequence[str] = (),
+                     locality: Locality = Locality()) -> list[Candidate]:  # fmt: skip
     """The `limit` live stories updated since `since` that the first cut ranks best (returned newest id first): with
     an article in any of `languages`, about `topic`, and not covered only by `muted` sources."""
-    filters, params = [], {"now": now, "since": since, "limit": limit, "interests": list(interests)}
+    filters: list[str] = []
+    params: dict[str, object] = {
+        "now": now, "since": since, "limit": limit, "interests": list(interests),
+        "local_stories": list(locality.stories), "local_sources": list(locality.sources),
+        "locality_weight": locality.weight,
+    }  # fmt: skip
     if languages:
         filters.append("AND s.languages && CAST(:languages AS varchar[])")
         params["languages"] = list(languages)
@@ -65,6 +85,7 @@ async def candidates(db: Executor, *, now: datetime, since: datetime, limit: int
             story_id=r.id, title=r.title, topic_counts=r.topic_counts or dict.fromkeys(r.topics, 1),
             source_ids=tuple(r.source_ids), lead_source_id=r.lead_source_id, authority=r.authority,
             source_count=r.source_count, last_updated_at=r.last_updated_at, is_breaking=r.is_breaking,
+            locality=float(r.locality),
         )
         for r in rows
     ]  # fmt: skip

@@ -66,8 +66,13 @@ def _places_of_stored_articles() -> None:
             rows.append({"article_id": row.article_id, "key": row.key, "name": row.name, "country": place.country,
                          "region": place.region, "mentions": row.mentions, "seen_at": row.seen_at})  # fmt: skip
     if rows:
-        bind.execute(sa.text("INSERT INTO article_places (article_id, key, name, country, region, mentions, seen_at) "
-                             "VALUES (:article_id, :key, :name, :country, :region, :mentions, :seen_at)"), rows)
+        bind.execute(
+            sa.text(
+                "INSERT INTO article_places (article_id, key, name, country, region, mentions, seen_at) "
+                "VALUES (:article_id, :key, :name, :country, :region, :mentions, :seen_at)"
+            ),
+            rows,
+        )
 
 
 def downgrade() -> None:
