@@ -48,7 +48,8 @@ KNOWN_OUTLETS: dict[str, Outlet] = {
     "scmp.com": Outlet("HK", OutletKind.NATIONAL), "japantimes.co.jp": Outlet("JP", OutletKind.NATIONAL),
     "abc.net.au": Outlet("AU", OutletKind.NATIONAL), "cbc.ca": Outlet("CA", OutletKind.NATIONAL),
     "timesofindia.indiatimes.com": Outlet("IN", OutletKind.NATIONAL),
-    "straitstimes.com": Outlet("SG", OutletKind.NATIONAL), "channelnewsasia.com": Outlet("SG", OutletKind.NATIONAL),
+    "latimes.com": Outlet("US", OutletKind.LOCAL), "straitstimes.com": Outlet("SG", OutletKind.NATIONAL),
+    "channelnewsasia.com": Outlet("SG", OutletKind.NATIONAL),
 }  # fmt: skip
 # Languages spoken chiefly in one country (weak evidence; English, Spanish, French, Arabic... are not among them)
 LANGUAGE_HOMES = {
