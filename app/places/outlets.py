@@ -49,7 +49,9 @@ KNOWN_OUTLETS: dict[str, Outlet] = {
     "abc.net.au": Outlet("AU", OutletKind.NATIONAL), "cbc.ca": Outlet("CA", OutletKind.NATIONAL),
     "timesofindia.indiatimes.com": Outlet("IN", OutletKind.NATIONAL),
     "latimes.com": Outlet("US", OutletKind.LOCAL), "straitstimes.com": Outlet("SG", OutletKind.NATIONAL),
-    "channelnewsasia.com": Outlet("SG", OutletKind.NATIONAL),
+    "channelnewsasia.com": Outlet("SG", OutletKind.NATIONAL), "philstar.com": Outlet("PH", OutletKind.NATIONAL),
+    "gmanetwork.com": Outlet("PH", OutletKind.NATIONAL), "abs-cbn.com": Outlet("PH", OutletKind.NATIONAL),
+    "dailymail.co.uk": Outlet("GB", OutletKind.NATIONAL), "nzherald.co.nz": Outlet("NZ", OutletKind.NATIONAL),
 }  # fmt: skip
 # Languages spoken chiefly in one country (weak evidence; English, Spanish, French, Arabic... are not among them)
 LANGUAGE_HOMES = {
