@@ -9,14 +9,18 @@ from typing import Any
 from sqlalchemy import text
 
 from app.api.trending import cache_key
+from app.articles.understanding import understand_articles
+from app.ingest.refresh import ingest_body
 from app.places.gazetteer import Place, resolve
 from app.places.outlets import Outlet, OutletKind, infer
 from app.services import Services
 from app.settings import Settings
 from app.sources.opml import read_opml
+from app.sources.service import SourceRequest, create_source
 from app.trending.store import record_arrivals
 from app.trending.windows import TrendingWindow
 from tests.conftest import GraphQLClient
+from tests.feeds import Item, rss
 from tests.newsroom import administrator, global_id, sign_up
 from tests.places_newsroom import add_local_story, add_outlets
 
@@ -210,3 +214,25 @@ async def test_a_home_region_leads_a_new_readers_feed_then_lifts_local_stories(
     assert valencia["relevance"] > 0
     assert (await reader.run("HomeRegionSet", region=None))["homeRegionSet"]["viewer"]["homeRegion"] is None
     assert (await _feed(reader))[0] == "Wildfire forces thousands to flee in California"
+
+
+async def test_ingest_places_an_outlet_by_its_feeds_link_and_stores_the_places_its_articles_name(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    async with services.db.begin() as session:
+        herald = (await create_source(session, settings, SourceRequest(feed_url="http://127.0.0.1:9/herald"))).id
+        wire = (await create_source(session, settings, SourceRequest(feed_url="http://127.0.0.1:9/wire",
+                                                                     country="FR", outlet_kind="wire"))).id  # fmt: skip
+    assert await _outlet(gql, herald) == {"country": None, "outletKind": "UNKNOWN", "outletInferred": True}
+    for source_id in (herald, wire):
+        items = [Item("Earthquake shakes Wellington", f"https://news.example/{source_id}",
+                      summary="A strong earthquake was felt across Wellington and Auckland on Tuesday.")]  # fmt: skip
+        outcome = await ingest_body(
+            services.engine, settings, source_id, rss(items, link="https://www.nzherald.co.nz/")
+        )
+        await understand_articles(services.engine, outcome.new_article_ids, now=datetime.now(UTC))
+    assert await _outlet(gql, herald) == {"country": "NZ", "outletKind": "NATIONAL", "outletInferred": True}
+    assert await _outlet(gql, wire) == {"country": "FR", "outletKind": "WIRE", "outletInferred": False}
+    query = "{ articles(first: 5) { edges { node { places { name country } } } } }"
+    found = [e["node"]["places"] for e in (await gql.post(query))["data"]["articles"]["edges"]]
+    assert found == [[{"name": "Wellington", "country": "NZ"}, {"name": "Auckland", "country": "NZ"}]] * 2
