@@ -56,6 +56,7 @@ async def main(archive: Path, limit: int | None, chunk: int, regions: list[str])
                 outlets = {r.name: [r.country, r.outlet_kind] for r in await connection.execute(text(
                     "SELECT name, country, outlet_kind FROM sources ORDER BY name"))}  # fmt: skip
                 places = await connection.scalar(text("SELECT count(*) FROM article_places"))
+            await _titles(services, FeedScope(None), now)  # warm: the first ranking of a process pays its imports
             everyone, global_s = await _titles(services, FeedScope(None), now)
             out: dict[str, Any] = {"snapshots": len(snapshots), "ranked_at": now.isoformat(), "outlets": outlets,
                                    "article_places": places, "global_top": [s["title"] for s in everyone]}  # fmt: skip

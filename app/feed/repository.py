@@ -15,12 +15,16 @@ from app.feed.ranking import COVERAGE_SHARE, DECAY_PER_HOUR, FULL_COVERAGE, WEIG
 # share of quality, the reader's topics; breaking stands in for its boost), so the few hundred stories the ranker
 # sees are the ones it would rank highest.
 FIRST_CUT_BREAKING = 0.2
+# app/feed/ranking.py's locality: half for a story about the region, half times the share of its outlets there
+LOCALITY_SQL = """
+    CASE WHEN s.id = ANY(CAST(:local_stories AS bigint[])) THEN 0.5 ELSE 0 END
+    + 0.5 * (SELECT count(*) FROM unnest(s.source_ids) AS o(id) WHERE o.id = ANY(CAST(:local_sources AS bigint[])))
+      / greatest(cardinality(s.source_ids), 1)"""
 _CANDIDATES = """
     WITH best AS (
         SELECT s.id, s.title, s.topics, s.topic_counts, s.source_ids, s.source_count, s.last_updated_at,
                s.is_breaking, s.representative_article_id,
-               CASE WHEN s.id = ANY(CAST(:local_stories AS bigint[])) THEN 0.5 ELSE 0 END
-               + CASE WHEN s.source_ids && CAST(:local_sources AS bigint[]) THEN 0.5 ELSE 0 END AS locality
+               {locality} AS locality
         FROM story_clusters s
         WHERE s.merged_into_id IS NULL AND s.last_updated_at >= :since AND s.article_count > 0 {filters}
         ORDER BY {freshness} * exp(-{decay} * greatest(CAST(extract(epoch FROM (:now - s.last_updated_at)) AS float8)
@@ -28,9 +32,7 @@ _CANDIDATES = """
                  + {coverage_per_source} * least(s.source_count, {full_coverage})
                  + CASE WHEN s.is_breaking THEN {breaking} ELSE 0 END
                  + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN {relevance} ELSE 0 END
-                 + CAST(:locality_weight AS float8)
-                   * (CASE WHEN s.id = ANY(CAST(:local_stories AS bigint[])) THEN 0.5 ELSE 0 END
-                      + CASE WHEN s.source_ids && CAST(:local_sources AS bigint[]) THEN 0.5 ELSE 0 END) DESC,
+                 + CAST(:locality_weight AS float8) * ({locality}) DESC,
                  s.id DESC
         LIMIT :limit
     )
@@ -46,6 +48,7 @@ _CANDIDATES = """
     full_coverage=FULL_COVERAGE,
     breaking=FIRST_CUT_BREAKING,
     relevance=WEIGHTS["relevance"],
+    locality=LOCALITY_SQL,
     filters="{filters}",
 )
 

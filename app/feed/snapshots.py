@@ -66,7 +66,7 @@ def _compact(s: Signals) -> tuple[object, ...]:
         s.breaking_boost,
         s.read_penalty,
         round(s.score, 4),
-        s.locality,
+        round(s.locality, 4),
     )
 
 
