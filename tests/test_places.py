@@ -19,7 +19,7 @@ from app.sources.opml import read_opml
 from app.sources.service import SourceRequest, create_source
 from app.trending.store import record_arrivals
 from app.trending.windows import TrendingWindow
-from tests.conftest import GraphQLClient
+from tests.conftest import GraphQLClient, statements_per_page
 from tests.feeds import Item, rss
 from tests.newsroom import administrator, global_id, sign_up
 from tests.places_newsroom import add_local_story, add_outlets
@@ -240,3 +240,22 @@ async def test_ingest_places_an_outlet_by_its_feeds_link_and_stores_the_places_i
     query = "{ articles(first: 5) { edges { node { places { name country } } } } }"
     found = [e["node"]["places"] for e in (await gql.post(query))["data"]["articles"]["edges"]]
     assert found == [[{"name": "Wellington", "country": "NZ"}, {"name": "Auckland", "country": "NZ"}]] * 2
+
+
+async def test_administrators_place_a_new_outlet_and_places_cost_no_n_plus_one(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    admin = await administrator(gql, services)
+    made = await admin.run("SourceCreate", input={"feedUrl": "http://127.0.0.1:9/otago", "country": "nz",
+                                                  "outletKind": "LOCAL"})  # fmt: skip
+    source = made["sourceCreate"]["source"]
+    assert (source["country"], source["outletKind"], source["outletInferred"]) == ("NZ", "LOCAL", False)
+    services.settings.open_source_admin = True
+    reader = gql.as_(await sign_up(gql))
+    refused = await reader.run("SourceCreate", input={"feedUrl": "http://127.0.0.1:9/x", "outletKind": "WIRE"})
+    assert [(e["code"], e["field"]) for e in refused["sourceCreate"]["errors"]] == [("FORBIDDEN", "outletKind")]
+    await _newsroom(services, settings)
+    query = """query($n: Int) { stories(first: $n) { edges { node { places { country region mentions }
+        perspectives { groups { country outletKind sources { name } } byKind { outletKind } }
+        representative { places { name } } } } } }"""
+    assert await statements_per_page(gql, services, query, (1, 5)) == [6, 6]
