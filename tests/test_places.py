@@ -259,3 +259,11 @@ async def test_administrators_place_a_new_outlet_and_places_cost_no_n_plus_one(
         perspectives { groups { country outletKind sources { name } } byKind { outletKind } }
         representative { places { name } } } } } }"""
     assert await statements_per_page(gql, services, query, (1, 5)) == [6, 6]
+
+
+def test_a_name_many_places_share_is_read_in_the_light_of_the_text_and_the_outlet() -> None:
+    assert resolve("Valencia") == Place("VE", None)  # Venezuela's Valencia is the larger city
+    assert resolve("Valencia", {"ES"}) == Place("ES", None)
+    assert resolve("Georgia") == Place("GE", None)
+    assert resolve("Georgia", {"US"}) == Place("US", "US-GA")
+    assert resolve("Paris", {"US"}) == Place("FR", None)  # no Paris in the US is large enough to be listed

@@ -64,9 +64,9 @@ class RankingSignals:
     breaking_boost: float = strawberry.field(description="1.3 when breaking, else 1.")
     read_penalty: float = strawberry.field(description="0.1 when you already opened one of its articles, else 1.")
     locality: float = strawberry.field(
-        description="With a region (`region:`, or your home region): 0.5 when the story is about it (an article names "
-        "a place there) + 0.5 x the share of its outlets that are there; weighed 1.0 in a region's feed, 0.15 for your "
-        "home region (1.0 before you have any interests)."
+        description="With a region (`region:`, or your home region): 0.5 x the share of its articles naming a place "
+        "there + 0.5 x the share of its outlets that are there; weighed 1.0 in a region's feed, 0.15 for your home "
+        "region (1.0 before you have any interests)."
     )
     score: float = strawberry.field(description="The weighted sum times the boost and the penalty.")
 

@@ -8,8 +8,9 @@ Each story gets a score from
     trending  0.10  arrivals and engagement in the last hour, relative to the most trending candidate
     diversity 0.10  1 - its greatest similarity to the stories already placed above it
 plus, when the feed has a region (`feed(region:)`, or the reader's home region), locality times its weight:
-    locality        0.5 when the story is about the region (an article names a place there) + 0.5 x the share of
-                    its outlets that are there (a world story one local outlet also covers is not local); weighed
+    locality        0.5 x the share of its articles naming a place in the region + 0.5 x the share of its
+                    outlets that are there (a world story one local outlet covers, or one article mentions, is not
+                    local); weighed
                     REGION_FEED 1.0 in a region's feed (its
                     stories lead, the rest follow), HOME_REGION 0.15 in a reader's feed (local stories rise without
                     crowding out the rest), COLD_HOME_REGION 1.0 for a reader with a home region and no history yet
@@ -67,7 +68,7 @@ class Candidate:
     source_count: int
     last_updated_at: datetime
     is_breaking: bool
-    locality: float = 0.0  # 0..1: about the feed's region (0.5) + 0.5 x its outlets' share there; 0 without a region
+    locality: float = 0.0  # 0..1 (above); 0 without a region
 
 
 @dataclass(frozen=True, slots=True)

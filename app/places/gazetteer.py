@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,17 +36,17 @@ class Place:
 
 
 @functools.cache
-def _table() -> tuple[dict[str, str], dict[str, Place]]:
+def _table() -> tuple[dict[str, str], dict[str, tuple[Place, ...]]]:
     countries: dict[str, str] = {}
-    named: dict[str, Place] = {}
+    named: dict[str, tuple[Place, ...]] = {}
     with gzip.open(COUNTRIES_FILE, "rt", encoding="utf-8") as rows:
         for line in rows:
             fields = line.rstrip("\n").split("\t")
             if fields[0] == "C":
                 countries[fields[1]] = fields[2]
             elif fields[0] == "P":
-                named[fields[1]] = Place(fields[2], fields[3] or None)
-    named.update({name: Place(country, region or None) for name, (country, region) in SHORT_NAMES.items()})
+                named[fields[1]] = tuple(Place(c, r or None) for c, r in zip(fields[2::2], fields[3::2], strict=True))
+    named.update({name: (Place(country, region or None),) for name, (country, region) in SHORT_NAMES.items()})
     return countries, named
 
 
@@ -54,10 +55,17 @@ def countries() -> dict[str, str]:
     return _table()[0]
 
 
-def resolve(name: str) -> Place | None:
-    """The place a name found by entity extraction is (its most likely reading), or None (a continent, unknown)."""
+def readings(name: str) -> tuple[Place, ...]:
+    """The places a name found by entity extraction may be, most likely first (none: a continent, unknown)."""
     folded = place_form(name)
     found = _table()[1].get(folded)
     if found is None and folded.startswith("the "):
         found = _table()[1].get(folded[4:])
-    return found
+    return found or ()
+
+
+def resolve(name: str, context: Collection[str] = ()) -> Place | None:
+    """The reading of a name in one of the `context` countries (those the text names, its outlet's), else the most
+    likely: "Valencia" is Venezuela's larger city, unless the article names Spain or a Spanish outlet wrote it."""
+    found = readings(name)
+    return next((place for place in found if place.country in context), found[0] if found else None)

@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from app.db.engine import Executor
 from app.entities.extractor import Entity
-from app.places.gazetteer import resolve
+from app.places.gazetteer import readings, resolve
 
 NAME_CHARS = 200
 
@@ -28,12 +28,27 @@ _SAVE = text("""
 """)
 
 
+_OUTLET_COUNTRIES = text("""
+    SELECT a.id, s.country FROM articles a JOIN sources s ON s.id = a.source_id
+    WHERE a.id = ANY(CAST(:ids AS bigint[])) AND s.country IS NOT NULL
+""")
+
+
 async def save(db: Executor, found: Mapping[int, Sequence[Entity]]) -> None:
-    """The places among each article's entities (those the gazetteer resolves to a country)."""
+    """The places among each article's entities (those the gazetteer resolves to a country), each name read in the
+    light of the article's other places and its outlet's country (`resolve`)."""
+    named = {article_id: [e for e in entities if e.kind == "LOC"] for article_id, entities in found.items()}
+    named = {article_id: places for article_id, places in named.items() if places}
+    if not named:
+        return
+    outlets = {r.id: r.country for r in await db.execute(_OUTLET_COUNTRIES, {"ids": list(named)})}
     rows = []
-    for article_id, entities in found.items():
+    for article_id, entities in named.items():
+        context = {r[0].country for e in entities if len(r := readings(e.name)) == 1}  # names of one reading
+        if country := outlets.get(article_id):
+            context.add(country)
         for entity in entities:
-            place = resolve(entity.name) if entity.kind == "LOC" else None
+            place = resolve(entity.name, context)
             if place is not None:
                 rows.append((article_id, entity, place.country, place.region or ""))
     if not rows:
@@ -135,12 +150,15 @@ async def sources_in(db: Executor, country: str) -> list[int]:
     return list(await db.scalars(text("SELECT id FROM sources WHERE country = :country"), {"country": country}))
 
 
-# For the feed's candidates: the stories naming a place in the country in articles since `since`
+# For the feed's candidates: the stories naming a place in the country in articles since `since`, and how many of
+# their articles do
 _ABOUT = text("""
-    SELECT DISTINCT a.cluster_id FROM article_places p JOIN articles a ON a.id = p.article_id
+    SELECT a.cluster_id, count(DISTINCT p.article_id) AS articles
+    FROM article_places p JOIN articles a ON a.id = p.article_id
     WHERE p.country = :country AND p.seen_at >= :since AND a.cluster_id IS NOT NULL
+    GROUP BY a.cluster_id
 """)
 
 
-async def stories_about(db: Executor, country: str, since: datetime) -> set[int]:
-    return set(await db.scalars(_ABOUT, {"country": country, "since": since}))
+async def stories_about(db: Executor, country: str, since: datetime) -> dict[int, int]:
+    return {r.cluster_id: r.articles for r in await db.execute(_ABOUT, {"country": country, "since": since})}

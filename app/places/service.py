@@ -10,10 +10,9 @@ from app.places import repository
 from app.places.perspectives import StoryPerspectives, perspectives_of
 
 
-async def region_stories(db: Executor, country: str, since: datetime) -> tuple[list[int], list[int]]:
-    """(stories naming a place in the country in articles since `since`, the country's outlets)."""
-    about = await repository.stories_about(db, country, since)
-    return sorted(about), await repository.sources_in(db, country)
+async def region_stories(db: Executor, country: str, since: datetime) -> tuple[dict[int, int], list[int]]:
+    """(story -> its articles naming a place in the country since `since`, the country's outlets)."""
+    return await repository.stories_about(db, country, since), await repository.sources_in(db, country)
 
 
 async def perspectives(db: Executor, story_ids: Sequence[int]) -> dict[int, StoryPerspectives]:
