@@ -7,9 +7,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.trending import cache_key
 from app.articles.understanding import understand_articles
+from app.db.migrate import upgrade
 from app.ingest.refresh import ingest_body
 from app.places.gazetteer import Place, resolve
 from app.places.outlets import Outlet, OutletKind, infer
@@ -267,3 +269,34 @@ def test_a_name_many_places_share_is_read_in_the_light_of_the_text_and_the_outle
     assert resolve("Georgia") == Place("GE", None)
     assert resolve("Georgia", {"US"}) == Place("US", "US-GA")
     assert resolve("Paris", {"US"}) == Place("FR", None)  # no Paris in the US is large enough to be listed
+
+
+async def test_the_migration_places_stored_outlets_and_the_places_of_stored_articles(
+    scratch_engine: AsyncEngine,
+) -> None:
+    await upgrade(scratch_engine, "0020")
+    async with scratch_engine.begin() as connection:
+        for n, (site, language) in enumerate(
+            [("https://www.abc.es/", "es"), (None, "ja"), ("https://x.example/", "en")]
+        ):
+            await connection.execute(
+                text(
+                    "INSERT INTO sources (id, feed_url, site_url, name, kind, language, min_interval_s, "
+                    "max_interval_s, status) VALUES (:id, :feed, :site, :name, 'rss', :language, 60, 900, 'active')"
+                ),
+                {"id": n + 1, "feed": f"http://127.0.0.1:9/{n}", "site": site, "name": f"s{n}", "language": language},
+            )
+            await connection.execute(text(
+                "INSERT INTO articles (id, source_id, external_id, url, title, summary, published_at, content_hash) "
+                "VALUES (:id, :id, :external, :url, 'Fire near Valencia', '', now(), 0)"),
+                {"id": n + 1, "external": str(n + 1), "url": f"https://news.example/{n}"})  # fmt: skip
+            await connection.execute(text(
+                "INSERT INTO article_entities (article_id, key, name, kind, mentions, seen_at) "
+                "VALUES (:id, 'loc:valencia', 'Valencia', 'LOC', 1, now())"), {"id": n + 1})  # fmt: skip
+    await upgrade(scratch_engine)
+    async with scratch_engine.connect() as connection:
+        outlets = (await connection.execute(text("SELECT country, outlet_kind, outlet_inferred FROM sources "
+                                                 "ORDER BY id"))).all()  # fmt: skip
+        places = (await connection.execute(text("SELECT article_id, country FROM article_places ORDER BY 1"))).all()
+    assert [tuple(o) for o in outlets] == [("ES", "unknown", True), ("JP", "unknown", True), (None, "unknown", True)]
+    assert [tuple(p) for p in places] == [(1, "ES"), (2, "VE"), (3, "VE")]  # a Spanish outlet's Valencia is Spain's

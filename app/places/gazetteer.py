@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import gzip
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,3 +69,12 @@ def resolve(name: str, context: Collection[str] = ()) -> Place | None:
     likely: "Valencia" is Venezuela's larger city, unless the article names Spain or a Spanish outlet wrote it."""
     found = readings(name)
     return next((place for place in found if place.country in context), found[0] if found else None)
+
+
+def places_of(names: Sequence[str], outlet_country: str | None) -> list[Place | None]:
+    """The places of one article's place names, each read in the light of the others that have one reading only
+    ("Spain") and of its outlet's country."""
+    context = {found[0].country for name in names if len(found := readings(name)) == 1}
+    if outlet_country:
+        context.add(outlet_country)
+    return [resolve(name, context) for name in names]

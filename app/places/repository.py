@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from app.db.engine import Executor
 from app.entities.extractor import Entity
-from app.places.gazetteer import readings, resolve
+from app.places.gazetteer import places_of
 
 NAME_CHARS = 200
 
@@ -44,11 +44,7 @@ async def save(db: Executor, found: Mapping[int, Sequence[Entity]]) -> None:
     outlets = {r.id: r.country for r in await db.execute(_OUTLET_COUNTRIES, {"ids": list(named)})}
     rows = []
     for article_id, entities in named.items():
-        context = {r[0].country for e in entities if len(r := readings(e.name)) == 1}  # names of one reading
-        if country := outlets.get(article_id):
-            context.add(country)
-        for entity in entities:
-            place = resolve(entity.name, context)
+        for entity, place in zip(entities, places_of([e.name for e in entities], outlets.get(article_id)), strict=True):
             if place is not None:
                 rows.append((article_id, entity, place.country, place.region or ""))
     if not rows:

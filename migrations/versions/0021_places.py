@@ -5,12 +5,13 @@ Revises: 0020
 Create Date: 2026-11-26
 """
 
+import itertools
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
-from app.places.gazetteer import resolve
+from app.places.gazetteer import places_of
 from app.places.outlets import infer
 
 revision: str = "0021"
@@ -57,14 +58,18 @@ def _infer_outlets() -> None:
 def _places_of_stored_articles() -> None:
     """What ingest now stores for each new article, for those stored before: their places, from their entities."""
     bind = op.get_bind()
-    found = bind.execute(sa.text("SELECT article_id, key, name, mentions, seen_at FROM article_entities "
-                                 "WHERE kind = 'LOC'")).all()  # fmt: skip
+    found = bind.execute(sa.text(
+        "SELECT e.article_id, e.key, e.name, e.mentions, e.seen_at, s.country FROM article_entities e "
+        "JOIN articles a ON a.id = e.article_id JOIN sources s ON s.id = a.source_id "
+        "WHERE e.kind = 'LOC' ORDER BY e.article_id"
+    )).all()  # fmt: skip
     rows = []
-    for row in found:
-        place = resolve(row.name)
-        if place is not None:
-            rows.append({"article_id": row.article_id, "key": row.key, "name": row.name, "country": place.country,
-                         "region": place.region, "mentions": row.mentions, "seen_at": row.seen_at})  # fmt: skip
+    for _, named in itertools.groupby(found, key=lambda row: row.article_id):
+        named = list(named)
+        for row, place in zip(named, places_of([r.name for r in named], named[0].country), strict=True):
+            if place is not None:
+                rows.append({"article_id": row.article_id, "key": row.key, "name": row.name, "country": place.country,
+                             "region": place.region, "mentions": row.mentions, "seen_at": row.seen_at})  # fmt: skip
     if rows:
         bind.execute(
             sa.text(
