@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -56,7 +57,7 @@ async def _outlet(gql: GraphQLClient, source_id: int) -> dict[str, Any]:
 
 
 async def test_administrators_set_an_outlets_group_and_inference_never_replaces_it(
-    gql: GraphQLClient, services: Services, settings: Settings
+    gql: GraphQLClient, services: Services, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     outlets = await add_outlets(services, settings)
     tagesschau = outlets["Tagesschau"]
@@ -78,7 +79,7 @@ async def test_administrators_set_an_outlets_group_and_inference_never_replaces_
     assert [(e["code"], e["field"]) for e in hostile["errors"]] == [("INVALID", "country")]
     back = (await admin.run("SourceUpdate", id=source_id, input={"country": ""}))["sourceUpdate"]["source"]
     assert (back["country"], back["outletInferred"]) == ("AT", True)  # handed back: inferred from the new site
-    services.settings.open_source_admin = True  # anyone manages sources; an outlet's group stays the admins'
+    monkeypatch.setattr(services.settings, "open_source_admin", True)  # anyone manages sources; not outlets
     reader = gql.as_(await sign_up(gql))
     forbidden = (await reader.run("SourceUpdate", id=source_id, input={"country": "FR"}))["sourceUpdate"]
     assert [(e["code"], e["field"]) for e in forbidden["errors"]] == [("FORBIDDEN", "country")]
@@ -245,14 +246,14 @@ async def test_ingest_places_an_outlet_by_its_feeds_link_and_stores_the_places_i
 
 
 async def test_administrators_place_a_new_outlet_and_places_cost_no_n_plus_one(
-    gql: GraphQLClient, services: Services, settings: Settings
+    gql: GraphQLClient, services: Services, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     admin = await administrator(gql, services)
     made = await admin.run("SourceCreate", input={"feedUrl": "http://127.0.0.1:9/otago", "country": "nz",
                                                   "outletKind": "LOCAL"})  # fmt: skip
     source = made["sourceCreate"]["source"]
     assert (source["country"], source["outletKind"], source["outletInferred"]) == ("NZ", "LOCAL", False)
-    services.settings.open_source_admin = True
+    monkeypatch.setattr(services.settings, "open_source_admin", True)  # the session's settings: undone after
     reader = gql.as_(await sign_up(gql))
     refused = await reader.run("SourceCreate", input={"feedUrl": "http://127.0.0.1:9/x", "outletKind": "WIRE"})
     assert [(e["code"], e["field"]) for e in refused["sourceCreate"]["errors"]] == [("FORBIDDEN", "outletKind")]
