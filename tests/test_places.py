@@ -275,7 +275,7 @@ def test_a_name_many_places_share_is_read_in_the_light_of_the_text_and_the_outle
 async def test_the_migration_places_stored_outlets_and_the_places_of_stored_articles(
     scratch_engine: AsyncEngine,
 ) -> None:
-    await upgrade(scratch_engine, "0020")
+    await upgrade(scratch_engine, "0022")
     async with scratch_engine.begin() as connection:
         for n, (site, language) in enumerate(
             [("https://www.abc.es/", "es"), (None, "ja"), ("https://x.example/", "en")]

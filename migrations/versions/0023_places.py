@@ -1,7 +1,7 @@
 """Places: a source's country and outlet kind (set or inferred), the places each article names, a reader's home region
 
-Revision ID: 0021
-Revises: 0020
+Revision ID: 0023
+Revises: 0022
 Create Date: 2026-11-26
 """
 
@@ -14,8 +14,8 @@ from alembic import op
 from app.places.gazetteer import places_of
 from app.places.outlets import infer
 
-revision: str = "0021"
-down_revision: str | None = "0020"
+revision: str = "0023"
+down_revision: str | None = "0022"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
