@@ -7,6 +7,7 @@ from app.documents.models import TrustedDocument
 from app.entities.models import ArticleEntity
 from app.extraction.models import ArticleText
 from app.outbox.models import OutboxEvent
+from app.places.models import ArticlePlace
 from app.search.models import SearchTerm
 from app.sharing.models import ShareClickBatch, ShareLink, ShareLinkDay, ShareLinkKey
 from app.sources.models import CrawlSchedule, FetchLog, Source
@@ -28,6 +29,7 @@ __all__ = [
     "ArchivedFetch",
     "Article",
     "ArticleEntity",
+    "ArticlePlace",
     "ArticleText",
     "Base",
     "CrawlSchedule",

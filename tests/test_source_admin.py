@@ -178,6 +178,9 @@ async def test_source_update_renames_refiles_repaces_pauses_and_resumes(
         "authority": 0.9,
         "status": "PAUSED",
         "articleText": True,
+        "country": None,  # wire.example and Brazilian Portuguese say nothing of where the outlet is
+        "outletKind": "UNKNOWN",
+        "outletInferred": True,
     }
     async with services.db.begin() as session:
         source = await session.get(Source, row_id)

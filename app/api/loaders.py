@@ -16,6 +16,10 @@ from app.entities import repository as entities
 from app.entities.repository import NamedEntity
 from app.extraction import repository as texts
 from app.extraction.models import ArticleText
+from app.places import repository as places
+from app.places.perspectives import StoryPerspectives
+from app.places.repository import PlaceMention
+from app.places.service import perspectives
 from app.sources import repository as sources
 from app.sources.models import CrawlSchedule, Source
 from app.stories import repository as stories
@@ -53,6 +57,9 @@ class Loaders:
     latest_articles_by_story: DataLoader[tuple[int, int], list[Article]]  # (story id, how many)
     entities_by_article: DataLoader[int, list[NamedEntity]]
     entities_by_story: DataLoader[tuple[int, int], list[NamedEntity]]  # (story id, how many)
+    places_by_article: DataLoader[int, list[PlaceMention]]
+    places_by_story: DataLoader[int, list[PlaceMention]]
+    perspectives_by_story: DataLoader[int, StoryPerspectives]
     text_by_article: DataLoader[int, ArticleText | None]
 
     @classmethod
@@ -77,8 +84,32 @@ class Loaders:
             latest_articles_by_story=_latest_articles(db, source_by_id),
             entities_by_article=_entities_of_articles(db),
             entities_by_story=_entities_of_stories(db),
+            places_by_article=_grouped(db, places.of_articles),
+            places_by_story=_grouped(db, places.of_stories),
+            perspectives_by_story=_perspectives(db),
             text_by_article=_by_key(db, texts.texts_of_articles, lambda t: t.article_id),
         )
+
+
+def _grouped(
+    db: async_sessionmaker[AsyncSession],
+    query: Callable[[AsyncSession, Sequence[int]], Coroutine[Any, Any, dict[int, list[PlaceMention]]]],
+) -> DataLoader[int, list[PlaceMention]]:
+    async def load(ids: list[int]) -> list[list[PlaceMention]]:
+        async with db() as session:
+            found = await query(session, ids)
+        return [found.get(i, []) for i in ids]
+
+    return DataLoader(load_fn=load)
+
+
+def _perspectives(db: async_sessionmaker[AsyncSession]) -> DataLoader[int, StoryPerspectives]:
+    async def load(ids: list[int]) -> list[StoryPerspectives]:
+        async with db() as session:
+            found = await perspectives(session, ids)
+        return [found[i] for i in ids]
+
+    return DataLoader(load_fn=load)
 
 
 def _stories(db: async_sessionmaker[AsyncSession]) -> DataLoader[int, StoryCluster | None]:

@@ -166,7 +166,8 @@ class Query:
         description="Stories ranked for you when signed in (your interests, follows, mutes and languages), for "
         "everyone otherwise (trending and coverage). At most 2 stories from one source in the top 20. Pages come "
         "from one ranking: walking them never repeats or skips a story while news arrives. `languages` (ISO 639-1) "
-        "overrides your preferred languages.",
+        "overrides your preferred languages. `region` (ISO 3166-1 alpha-2, such as `DE`) puts the stories about that "
+        "country or covered by its outlets first; without it, your home region lifts local stories.",
     )
     topic_feed: FeedConnection = strawberry.field(
         resolver=feeds.topic_feed,

@@ -108,6 +108,11 @@ class Mutation:
         resolver=preferences.preferred_languages_set,
         description="The languages you read (ISO 639-1 codes, most preferred first; empty: all).",
     )
+    home_region_set: ViewerPayload = strawberry.mutation(
+        resolver=preferences.home_region_set,
+        description="Where you are (ISO 3166-1 alpha-2): stories about it or from its outlets rank higher in your "
+        "feed, and lead it before you have any interests (INVALID_REGION for an unknown code).",
+    )
 
 
 class NewsaggSchema(strawberry.Schema):

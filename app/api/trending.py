@@ -1,4 +1,5 @@
-"""`trending(window:)`: the stories gaining articles and readers fastest, from Redis, cached for 30 s per window."""
+"""`trending(window:, region:)`: the stories gaining articles and readers fastest, from Redis, cached for 30 s per
+window and region."""
 
 from __future__ import annotations
 
@@ -6,13 +7,16 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Annotated
 
 import strawberry
 
 from app.api.context import Info
 from app.api.errors import BadRequest
+from app.api.filters import region_code
 from app.api.relay import page_size
 from app.api.types.story import StoryNode
+from app.places import repository as places
 from app.stories.models import StoryCluster
 from app.trending.store import Trend, TrendingUnavailable, fold_merged, ranking
 from app.trending.windows import TrendingWindow
@@ -41,23 +45,30 @@ class TrendingStory:
     )
 
 
-def cache_key(window: TrendingWindow) -> str:
-    return f"trending:{window.value}"
+def cache_key(window: TrendingWindow, region: str | None = None) -> str:
+    return f"trending:{window.value}" + (f":{region}" if region else "")
 
 
 async def trending_stories(
     info: Info,
     window: TrendingWindowEnum = TrendingWindow.HOUR,  # type: ignore[valid-type]
     first: int | None = None,
+    region: Annotated[
+        str | None,
+        strawberry.argument(
+            description="ISO 3166-1 alpha-2 (`DE`): only stories about that country or covered by its outlets."
+        ),
+    ] = None,
 ) -> list[TrendingStory]:
     size = page_size(first, info.context.services.settings)
-    chosen = TrendingWindow(window)
+    chosen, country = TrendingWindow(window), region_code(region)
 
     async def compute() -> str:
-        return json.dumps([[t.story_id, t.score, t.arrivals, t.engagement] for t in await _ranked(info, chosen)])
+        ranked = await _ranked(info, chosen, country)
+        return json.dumps([[t.story_id, t.score, t.arrivals, t.engagement] for t in ranked])
 
     try:
-        cached = await info.context.services.cache.get_or_compute(cache_key(chosen), CACHE_SECONDS, compute)
+        cached = await info.context.services.cache.get_or_compute(cache_key(chosen, country), CACHE_SECONDS, compute)
     except TrendingUnavailable as error:
         log.warning("trending: Redis unavailable: %s", error.__cause__)
         raise BadRequest("TRENDING_UNAVAILABLE", "trending is unavailable right now; try again shortly") from error
@@ -66,11 +77,17 @@ async def trending_stories(
                           engagement=trend.engagement) for story, trend in trends[:size]]  # fmt: skip
 
 
-async def _ranked(info: Info, window: TrendingWindow) -> list[Trend]:
-    """The best `page_size_max` stories as they are now, merged ids counted towards the stories they joined."""
+async def _ranked(info: Info, window: TrendingWindow, region: str | None) -> list[Trend]:
+    """The best `page_size_max` stories as they are now (of the region, when one is given), merged ids counted
+    towards the stories they joined."""
     services = info.context.services
-    trends = await ranking(services.redis, window.span, datetime.now(UTC), limit=READ_FROM_REDIS)
-    return [trend for _, trend in await _resolved(info, trends)][: services.settings.page_size_max]
+    trends = [trend for _, trend in await _resolved(info, await ranking(services.redis, window.span, datetime.now(UTC),
+                                                                         limit=READ_FROM_REDIS))]  # fmt: skip
+    if region is not None:
+        async with services.db() as session:
+            local = await places.local_stories(session, region, [t.story_id for t in trends])
+        trends = [t for t in trends if t.story_id in local]
+    return trends[: services.settings.page_size_max]
 
 
 async def _resolved(info: Info, trends: Sequence[Trend]) -> list[tuple[StoryCluster, Trend]]:

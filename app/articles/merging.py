@@ -11,7 +11,8 @@ from app.stories.repair import ArticlesDeleted, delete_articles
 
 # What references an article, and how a merge carries it to the article kept (tests/test_renormalize.py checks that
 # this covers every foreign key to articles)
-REFERENCES = ("articles.duplicate_of_id", "article_entities.article_id", "article_texts.article_id",
+REFERENCES = ("articles.duplicate_of_id", "article_entities.article_id", "article_places.article_id",
+              "article_texts.article_id",
               "fetch_articles.article_id", "read_events.article_id", "share_links.article_id",
               "story_clusters.representative_article_id")  # fmt: skip
 
@@ -63,12 +64,19 @@ _MERGE = [text(statement) for statement in (
        WHERE a.duplicate_of_id = m.copy AND a.id <> m.keeper""",
     # a story represented by a copy: its repair (delete_articles) chooses again among the articles it still has
 )]  # fmt: skip
-# Tables a migration before theirs may merge articles without (migration 0020 runs these with no share_links yet)
+# Tables a migration before theirs may merge articles without (migration 0020 runs these with no share_links or
+# article_places yet)
 _MERGE_WHERE_PRESENT = {
     # a reader's link to a copy goes on working, to the article kept; marked as carried by a merge, so that the
     # reader's own link to the kept article (one per reader and article) is neither refused nor replaced by it
     "share_links": text("""UPDATE share_links s SET article_id = m.keeper, from_merge = true FROM url_merges m
                            WHERE s.article_id = m.copy"""),
+    # places the kept article does not name yet, as entities
+    "article_places": text("""
+        INSERT INTO article_places (article_id, key, name, country, region, mentions, seen_at)
+        SELECT DISTINCT ON (m.keeper, p.key) m.keeper, p.key, p.name, p.country, p.region, p.mentions, p.seen_at
+        FROM url_merges m JOIN article_places p ON p.article_id = m.copy ORDER BY m.keeper, p.key, p.seen_at
+        ON CONFLICT DO NOTHING"""),
 }
 _DELETE_COPIES = text("DELETE FROM articles a USING url_merges m WHERE a.id = m.copy RETURNING a.cluster_id")
 

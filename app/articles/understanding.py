@@ -18,6 +18,7 @@ from app.articles.simhash import NEAR_DUPLICATE_DISTANCE, bands, hamming, simhas
 from app.entities import repository as entities
 from app.entities.extractor import Entity, extract
 from app.observability.work import count_understood
+from app.places import repository as places
 
 WINDOW = timedelta(hours=48)
 Named = dict[int, list[Entity]]
@@ -49,6 +50,7 @@ async def understand_articles(
             await articles.mark_duplicates(connection, {}, clear=[t.id for t in targets])
         await articles.set_understanding(connection, found)
         await entities.save(connection, named)
+        await places.save(connection, named)  # the entities' places, resolved to countries
         keys = sorted({key for u in found.values() for key in u.bands})
         by_band: dict[int, list[tuple[int, int]]] = defaultdict(list)  # two copies always share a band
         for neighbour_id, other in await articles.band_neighbours(connection, keys, since=now - WINDOW):

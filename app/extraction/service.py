@@ -23,6 +23,7 @@ from app.ingest.addresses import AddressRefused, check_url_target
 from app.ingest.fetch import FetchError, FetchPolicy, fetch_feed
 from app.ingest.politeness import Politeness
 from app.observability.work import count_extraction_abandoned
+from app.places import repository as places
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,7 @@ async def fetch_article_text(
         await texts.save_page_text(connection, article_id, found, error_class=None if found else "empty",
                                    etag=page.etag, last_modified=page.last_modified)  # fmt: skip
         await entities.save(connection, {article_id: named})
+        await places.save(connection, {article_id: named})
     return TextOutcome(article_id, "extracted" if found else "empty", None if found else "empty")
 
 

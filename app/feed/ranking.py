@@ -7,6 +7,14 @@ Each story gets a score from
     quality   0.20  min(sources / 5, 1) * 0.6 + authority of its lead source * 0.4
     trending  0.10  arrivals and engagement in the last hour, relative to the most trending candidate
     diversity 0.10  1 - its greatest similarity to the stories already placed above it
+plus, when the feed has a region (`feed(region:)`, or the reader's home region), locality times its weight:
+    locality        0.5 x the share of its articles naming a place in the region + 0.5 x the share of its
+                    outlets that are there (a world story one local outlet covers, or one article mentions, is not
+                    local); weighed
+                    REGION_FEED 1.0 in a region's feed (its
+                    stories lead, the rest follow), HOME_REGION 0.15 in a reader's feed (local stories rise without
+                    crowding out the rest), COLD_HOME_REGION 1.0 for a reader with a home region and no history yet
+                    (their region's trending and most covered stories first: the location cold start)
 then x1.3 when breaking and x0.1 when the reader has already opened one of its articles. The order is chosen
 greedily by maximal marginal relevance (alpha 0.7): each place goes to the story maximising
 0.7 * score - 0.3 * similarity to the stories above, where similarity mixes topic distribution and headline terms.
@@ -33,6 +41,7 @@ READ_PENALTY = 0.1
 MMR_ALPHA = 0.7
 PER_SOURCE = 2
 CAPPED_PLACES = 20
+REGION_FEED, HOME_REGION, COLD_HOME_REGION = 1.0, 0.15, 1.0  # the weight of locality (above)
 FOLLOWED_SOURCE = 0.5  # added to relevance when a source the reader follows covered the story
 EVERGREEN_TOPICS = frozenset({Topic.SCIENCE.value, Topic.HEALTH.value})
 TOPIC_ORDER = [t.value for t in Topic]
@@ -59,6 +68,7 @@ class Candidate:
     source_count: int
     last_updated_at: datetime
     is_breaking: bool
+    locality: float = 0.0  # 0..1 (above); 0 without a region
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +78,7 @@ class Profile:
     interests: Mapping[str, float] = field(default_factory=dict)  # topic -> weight (followed topics at least 1)
     followed_sources: frozenset[int] = frozenset()
     read_stories: frozenset[int] = frozenset()
+    locality_weight: float = 0.0  # REGION_FEED, HOME_REGION or COLD_HOME_REGION when the feed has a region
 
     @property
     def cold(self) -> bool:
@@ -85,6 +96,7 @@ class Signals:
     breaking_boost: float
     read_penalty: float
     score: float
+    locality: float = 0.0  # last: snapshots written before it existed still load
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +174,9 @@ def rank(candidates: Sequence[Candidate], profile: Profile, trending: Mapping[in
     qual = np.array([quality(c) for c in candidates])
     boost = np.array([BREAKING_BOOST if c.is_breaking else 1.0 for c in candidates])
     penalty = np.array([READ_PENALTY if c.story_id in profile.read_stories else 1.0 for c in candidates])
+    local = np.array([c.locality for c in candidates])
     static = (WEIGHTS["relevance"] * rel + WEIGHTS["freshness"] * fresh + WEIGHTS["quality"] * qual
-              + WEIGHTS["trending"] * trend)  # fmt: skip
+              + WEIGHTS["trending"] * trend + profile.locality_weight * local)  # fmt: skip
     vectors = similarity_vectors(candidates) if diversify else np.zeros((n, 1))
     leads = [c.lead_source_id for c in candidates]
     # value = alpha * score - (1 - alpha) * closest, with score = (static + w_div * (1 - closest)) * multipliers,
@@ -193,7 +206,7 @@ def rank(candidates: Sequence[Candidate], profile: Profile, trending: Mapping[in
         placed.append(Ranked(c.story_id, Signals(
             relevance=float(rel[best]), freshness=float(fresh[best]), freshness_class=freshness_class(c),
             quality=float(qual[best]), trending=float(trend[best]), diversity=novelty,
-            breaking_boost=float(boost[best]), read_penalty=float(penalty[best]),
+            breaking_boost=float(boost[best]), read_penalty=float(penalty[best]), locality=float(local[best]),
             score=float((static[best] + WEIGHTS["diversity"] * novelty) * multiplier[best]),
         )))  # fmt: skip
         if diversify:

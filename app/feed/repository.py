@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import text
@@ -14,17 +15,26 @@ from app.feed.ranking import COVERAGE_SHARE, DECAY_PER_HOUR, FULL_COVERAGE, WEIG
 # share of quality, the reader's topics; breaking stands in for its boost), so the few hundred stories the ranker
 # sees are the ones it would rank highest.
 FIRST_CUT_BREAKING = 0.2
+# The share of a story's outlets in the region; the first cut counts a story naming a place there in full (the
+# share of its articles that do is applied to the few hundred candidates, below)
+LOCAL_OUTLETS_SQL = """CAST((SELECT count(*) FROM unnest(s.source_ids) AS o(id)
+                             WHERE o.id = ANY(CAST(:local_sources AS bigint[]))) AS float8)
+                        / greatest(cardinality(s.source_ids), 1)"""
+FIRST_CUT_LOCALITY = f"""CASE WHEN s.id = ANY(CAST(:local_stories AS bigint[])) THEN 0.5 ELSE 0 END
+                        + 0.5 * ({LOCAL_OUTLETS_SQL})"""
 _CANDIDATES = """
     WITH best AS (
         SELECT s.id, s.title, s.topics, s.topic_counts, s.source_ids, s.source_count, s.last_updated_at,
-               s.is_breaking, s.representative_article_id
+               s.is_breaking, s.representative_article_id,
+               s.article_count, CAST({local_outlets} AS float8) AS local_outlets
         FROM story_clusters s
         WHERE s.merged_into_id IS NULL AND s.last_updated_at >= :since AND s.article_count > 0 {filters}
         ORDER BY {freshness} * exp(-{decay} * greatest(CAST(extract(epoch FROM (:now - s.last_updated_at)) AS float8)
                                                         / 3600, 0))
                  + {coverage_per_source} * least(s.source_count, {full_coverage})
                  + CASE WHEN s.is_breaking THEN {breaking} ELSE 0 END
-                 + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN {relevance} ELSE 0 END DESC,
+                 + CASE WHEN s.topics && CAST(:interests AS varchar[]) THEN {relevance} ELSE 0 END
+                 + CAST(:locality_weight AS float8) * ({first_cut_locality}) DESC,
                  s.id DESC
         LIMIT :limit
     )
@@ -40,16 +50,39 @@ _CANDIDATES = """
     full_coverage=FULL_COVERAGE,
     breaking=FIRST_CUT_BREAKING,
     relevance=WEIGHTS["relevance"],
+    local_outlets=LOCAL_OUTLETS_SQL,
+    first_cut_locality=FIRST_CUT_LOCALITY,
     filters="{filters}",
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Locality:
+    """A region's stories (story id -> its articles naming a place there) and outlets; weighed `weight`."""
+
+    stories: Mapping[int, int] = field(default_factory=dict)
+    sources: Sequence[int] = ()
+    weight: float = 0.0
+
+    def of(self, story_id: int, articles: int, local_outlets: float) -> float:
+        """app/feed/ranking.py's locality: 0.5 x the share of its articles about the region + 0.5 x the share of its
+        outlets there."""
+        about = min(self.stories.get(story_id, 0) / articles, 1.0) if articles else 0.0
+        return 0.5 * about + 0.5 * local_outlets
+
+
 async def candidates(db: Executor, *, now: datetime, since: datetime, limit: int, languages: Sequence[str] = (),
-                     topic: str | None = None, muted: Sequence[int] = (),
-                     interests: Sequence[str] = ()) -> list[Candidate]:  # fmt: skip
+                     topic: str | None = None, muted: Sequence[int] = (), interests: Sequence[str] = (),
+                     locality: Locality | None = None) -> list[Candidate]:  # fmt: skip
     """The `limit` live stories updated since `since` that the first cut ranks best (returned newest id first): with
     an article in any of `languages`, about `topic`, and not covered only by `muted` sources."""
-    filters, params = [], {"now": now, "since": since, "limit": limit, "interests": list(interests)}
+    locality = locality or Locality()
+    filters: list[str] = []
+    params: dict[str, object] = {
+        "now": now, "since": since, "limit": limit, "interests": list(interests),
+        "local_stories": list(locality.stories), "local_sources": list(locality.sources),
+        "locality_weight": locality.weight,
+    }  # fmt: skip
     if languages:
         filters.append("AND s.languages && CAST(:languages AS varchar[])")
         params["languages"] = list(languages)
@@ -65,6 +98,7 @@ async def candidates(db: Executor, *, now: datetime, since: datetime, limit: int
             story_id=r.id, title=r.title, topic_counts=r.topic_counts or dict.fromkeys(r.topics, 1),
             source_ids=tuple(r.source_ids), lead_source_id=r.lead_source_id, authority=r.authority,
             source_count=r.source_count, last_updated_at=r.last_updated_at, is_breaking=r.is_breaking,
+            locality=locality.of(r.id, r.article_count, r.local_outlets),
         )
         for r in rows
     ]  # fmt: skip

@@ -1,5 +1,6 @@
 """Feeds: a reader's ranking, computed once (single flight) and kept as a snapshot (app/feed/snapshots.py) that
-every page of a walk reads. A first page looks for the reader's current ranking, cached `feed_cache_seconds` and
+every page of a walk reads. A feed with a region (asked for, or the reader's home region) weighs locality
+(app/feed/ranking.py). A first page looks for the reader's current ranking, cached `feed_cache_seconds` and
 keyed by their feed version (app/feed/versions.py); a cursor names its snapshot and position and is good only in
 the scope (reader, languages, topic) it came from.
 """
@@ -15,7 +16,9 @@ from datetime import datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.feed import repository, snapshots, versions
-from app.feed.ranking import Candidate, Profile, rank
+from app.feed.ranking import COLD_HOME_REGION, HOME_REGION, REGION_FEED, Candidate, Profile, rank
+from app.feed.repository import Locality
+from app.places.service import region_stories
 from app.services import Services
 from app.trending.store import scores as trending_scores
 from app.trending.windows import TrendingWindow
@@ -34,10 +37,12 @@ class FeedScope:
     user_id: int | None
     languages: tuple[str, ...] = ()
     topic: str | None = None
+    region: str | None = None  # ISO 3166-1 alpha-2: the region's stories first (`feed(region:)`)
 
     @property
     def key(self) -> str:
-        return f"{self.user_id or 0}|{','.join(self.languages)}|{self.topic or ''}"
+        region = f"|{self.region}" if self.region else ""  # scopes without one keep the keys they had
+        return f"{self.user_id or 0}|{','.join(self.languages)}|{self.topic or ''}{region}"
 
 
 async def current(
@@ -81,11 +86,13 @@ def _snapshot_lifetime(services: Services) -> timedelta:
 async def build(services: Services, scope: FeedScope, now: datetime) -> snapshots.Snapshot:
     settings = services.settings
     async with services.db() as session:
-        profile, muted, languages = await _reader(session, scope, now)
+        profile, muted, languages, home = await _reader(session, scope, now)
+        since = now - timedelta(hours=settings.feed_window_hours)
+        locality = await _locality(session, scope.region or home, since, _locality_weight(scope, profile))
+        profile = dataclasses.replace(profile, locality_weight=locality.weight)
         found = await repository.candidates(
-            session, now=now, since=now - timedelta(hours=settings.feed_window_hours), limit=settings.feed_candidates,
-            languages=languages, topic=scope.topic, muted=muted,
-            interests=[t for t, w in profile.interests.items() if w > 0],
+            session, now=now, since=since, limit=settings.feed_candidates, languages=languages, topic=scope.topic,
+            muted=muted, interests=[t for t, w in profile.interests.items() if w > 0], locality=locality,
         )  # fmt: skip
         found, articles = await _stand_ins(session, found, muted)
     trending = await _trending(services, now)
@@ -94,10 +101,27 @@ async def build(services: Services, scope: FeedScope, now: datetime) -> snapshot
     return snapshots.Snapshot(uuid.uuid4().hex, scope.key, now, items)
 
 
-async def _reader(session: AsyncSession, scope: FeedScope, now: datetime) -> tuple[Profile, list[int], list[str]]:
-    """The reader's profile, muted sources and languages (an explicit filter wins over their preferences)."""
+def _locality_weight(scope: FeedScope, profile: Profile) -> float:
+    """A region asked for leads the feed; a reader's home region lifts local stories, and leads a cold start."""
+    if scope.region:
+        return REGION_FEED
+    return COLD_HOME_REGION if profile.cold else HOME_REGION
+
+
+async def _locality(session: AsyncSession, region: str | None, since: datetime, weight: float) -> Locality:
+    if region is None:
+        return Locality()
+    stories, sources = await region_stories(session, region, since)
+    return Locality(stories, sources, weight)
+
+
+async def _reader(
+    session: AsyncSession, scope: FeedScope, now: datetime
+) -> tuple[Profile, list[int], list[str], str | None]:
+    """The reader's profile, muted sources, languages (an explicit filter wins over their preferences) and home
+    region."""
     if scope.user_id is None:
-        return Profile(), [], list(scope.languages)
+        return Profile(), [], list(scope.languages), None
     user = await session.get(User, scope.user_id)
     preferred = list(user.preferred_languages) if user else []
     profile = Profile(
@@ -106,7 +130,7 @@ async def _reader(session: AsyncSession, scope: FeedScope, now: datetime) -> tup
         read_stories=frozenset(await repository.read_stories(session, scope.user_id, now - READ_MEMORY)),
     )
     muted = await source_ids_of(session, scope.user_id, SourceMute)
-    return profile, muted, list(scope.languages) or preferred
+    return profile, muted, list(scope.languages) or preferred, user.home_region if user else None
 
 
 async def _stand_ins(session: AsyncSession, found: list[Candidate], muted: Sequence[int]

@@ -66,6 +66,7 @@ def _compact(s: Signals) -> tuple[object, ...]:
         s.breaking_boost,
         s.read_penalty,
         round(s.score, 4),
+        round(s.locality, 4),
     )
 
 

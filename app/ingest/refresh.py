@@ -29,6 +29,7 @@ from app.ingest.parse import FeedParseError, ParsedEntry, ParsedFeed, TextLimits
 from app.ingest.parser_thread import in_parser_thread
 from app.ingest.politeness import Politeness
 from app.observability.work import count_fetch_failure
+from app.places.outlets import infer
 from app.settings import Settings
 from app.sources import repository as sources
 from app.sources.models import ClaimStatus, SourceStatus
@@ -205,6 +206,10 @@ async def _apply(
     if decision.move_feed_to and not await sources.feed_url_taken(connection, decision.move_feed_to):
         log.info("source %s moved permanently: %s -> %s", source.id, source.feed_url, decision.move_feed_to)
         changes.update(feed_url=decision.move_feed_to, etag=None, last_modified=None)
+    if changes.get("site_url"):  # the feed's own link: where an outlet nobody placed is, when its domain says
+        await sources.place_inferred_outlet(
+            connection, source.id, infer(str(changes["site_url"]), source.feed_url, None)
+        )
     return await sources.record_fetch(connection, source.id, schedule=schedule, fetch_log=fetch_log,
                                       source_changes=changes)  # fmt: skip
 

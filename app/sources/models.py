@@ -91,6 +91,11 @@ class Source(Base):
     admin_fields: Mapped[list[str]] = mapped_column(
         ARRAY(String(32)), default=list, server_default=text("'{}'::varchar[]")
     )
+    # where the outlet is (ISO 3166-1 alpha-2) and what kind it is (app/places/outlets.py): from an OPML list or an
+    # administrator, else inferred from its domain and language (`outlet_inferred`: inference may replace them)
+    country: Mapped[str | None] = mapped_column(String(2), index=True)
+    outlet_kind: Mapped[str] = mapped_column(String(16), default="unknown", server_default="unknown")
+    outlet_inferred: Mapped[bool] = mapped_column(default=True, server_default=text("true"))
 
 
 class CrawlSchedule(Base):

@@ -27,6 +27,8 @@ class OpmlFeed:
     category: str | None = None
     language: str | None = None
     authority: float | None = None
+    country: str | None = None  # ISO 3166-1 alpha-2, as the list gives it (checked on import)
+    outlet_kind: str | None = None  # wire, national, local, international
 
 
 def read_opml(document: bytes) -> list[OpmlFeed]:
@@ -56,7 +58,8 @@ def _walk(parent: ET.Element, category: str | None, feeds: list[OpmlFeed]) -> No
             feeds.append(OpmlFeed(
                 feed_url=url.strip(), title=title, site_url=outline.get("htmlUrl"),
                 category=outline.get("category") or category, language=outline.get("language"),
-                authority=_authority(outline.get("authority")),
+                authority=_authority(outline.get("authority")), country=outline.get("country"),
+                outlet_kind=outline.get("outletKind"),
             ))  # fmt: skip
         _walk(outline, title or category, feeds)
 
@@ -70,7 +73,7 @@ def _authority(raw: str | None) -> float | None:
 
 
 def write_opml(feeds: list[OpmlFeed], title: str = "newsagg sources") -> str:
-    """OPML 2.0 with one folder per category; `authority` travels as an extra attribute."""
+    """OPML 2.0 with one folder per category; `authority`, `country` and `outletKind` travel as extra attributes."""
     root = ET.Element("opml", version="2.0")
     head = ET.SubElement(root, "head")
     ET.SubElement(head, "title").text = title
@@ -88,6 +91,10 @@ def write_opml(feeds: list[OpmlFeed], title: str = "newsagg sources") -> str:
             attributes["language"] = feed.language
         if feed.authority is not None:
             attributes["authority"] = f"{feed.authority:g}"
+        if feed.country:
+            attributes["country"] = feed.country
+        if feed.outlet_kind:
+            attributes["outletKind"] = feed.outlet_kind
         ET.SubElement(folders[feed.category], "outline", attributes)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -9,6 +9,7 @@ from importlib import resources
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.places.outlets import OutletKind, checked_country
 from app.settings import Settings
 from app.sources import rules
 from app.sources.errors import SourceErrorCode, SourceRejected
@@ -42,6 +43,7 @@ async def import_opml(
             feed_url=feed.feed_url, name=feed.title, site_url=feed.site_url, category=_category(feed.category),
             language=_language(feed.language),
             authority=feed.authority if feed.authority is not None and authority else 0.5,
+            country=_country(feed.country), outlet_kind=_outlet_kind(feed.outlet_kind),
         )  # fmt: skip
         try:
             async with session.begin_nested():  # one refused feed does not undo the others
@@ -68,11 +70,25 @@ def _language(code: str | None) -> str | None:
         return None
 
 
+def _country(code: str | None) -> str | None:
+    """A list's country is kept when it is an ISO 3166-1 alpha-2 code; otherwise the outlet's is inferred."""
+    try:
+        return checked_country(code) if code else None
+    except ValueError:
+        return None
+
+
+def _outlet_kind(kind: str | None) -> str | None:
+    known = {k.value for k in OutletKind} - {OutletKind.UNKNOWN.value}
+    return kind.strip().lower() if kind and kind.strip().lower() in known else None
+
+
 async def export_opml(session: AsyncSession) -> str:
     sources = await session.scalars(select(Source).order_by(Source.id))
     return write_opml([
         OpmlFeed(feed_url=s.feed_url, title=s.name, site_url=s.site_url, category=s.category, language=s.language,
-                 authority=s.authority)
+                 authority=s.authority, country=None if s.outlet_inferred else s.country,
+                 outlet_kind=None if s.outlet_inferred or s.outlet_kind == "unknown" else s.outlet_kind)
         for s in sources
     ])  # fmt: skip
 

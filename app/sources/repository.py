@@ -7,11 +7,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, exists, func, insert, select, true, tuple_, update
+from sqlalchemy import ColumnElement, case, exists, func, insert, select, text, true, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.engine import Executor
+from app.places.outlets import Outlet, OutletKind
 from app.sources.models import Circuit, ClaimStatus, CrawlSchedule, FetchLog, Source, SourceStatus
 from app.workers.models import Worker
 
@@ -27,6 +28,9 @@ class NewSource:
     min_interval_s: int
     max_interval_s: int
     admin_fields: list[str] = field(default_factory=list)  # chosen by an administrator: the feed may not rename
+    country: str | None = None
+    outlet_kind: str = "unknown"
+    outlet_inferred: bool = True
 
 
 async def insert_source(session: AsyncSession, new: NewSource) -> Source | None:
@@ -302,3 +306,16 @@ async def feed_url_taken(session: Executor, feed_url: str) -> bool:
 
 async def add_fetch_log(session: Executor, **values: object) -> None:
     await session.execute(insert(FetchLog).values(**values))
+
+
+_PLACE_INFERRED = text("""
+    UPDATE sources SET country = coalesce(:country, country),
+                       outlet_kind = CASE WHEN :kind = 'unknown' THEN outlet_kind ELSE :kind END
+    WHERE id = :id AND outlet_inferred
+""")
+
+
+async def place_inferred_outlet(db: Executor, source_id: int, outlet: Outlet) -> None:
+    """What the source's addresses now say of an outlet nobody placed (what they do not say is left as it was)."""
+    if outlet.country is not None or outlet.kind is not OutletKind.UNKNOWN:
+        await db.execute(_PLACE_INFERRED, {"id": source_id, "country": outlet.country, "kind": outlet.kind.value})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from app.places import outlets
 from app.sources.errors import SourceErrorCode, SourceRejected
 
 MAX_NAME, MAX_CATEGORY = 300, 100
@@ -62,3 +63,18 @@ def interval_seconds(low_minutes: float, high_minutes: float,
     if high_minutes < low_minutes:
         raise _invalid("minIntervalMinutes must not exceed maxIntervalMinutes", "minIntervalMinutes")
     return round(low_minutes * 60), round(high_minutes * 60)
+
+
+def checked_country(value: str) -> str:
+    """An ISO 3166-1 alpha-2 code, upper-cased ("gb" -> "GB"; "UK" and "England" are refused)."""
+    try:
+        return outlets.checked_country(_printable(value, "country"))
+    except ValueError as error:
+        raise _invalid(str(error), "country") from None
+
+
+def checked_outlet_kind(value: str) -> str:
+    kind = _printable(value, "outletKind").lower()
+    if kind not in {k.value for k in outlets.OutletKind}:
+        raise _invalid("an outlet kind is wire, national, local, international or unknown", "outletKind")
+    return kind

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.ingest.addresses import AddressRefused, check_url_target
 from app.ingest.urls import InvalidUrl, normalize_url
+from app.places.outlets import infer
 from app.settings import Settings
 from app.sources import repository, rules
 from app.sources.errors import SourceErrorCode, SourceRejected
@@ -29,6 +30,8 @@ class SourceRequest:
     min_interval_minutes: float | None = None
     max_interval_minutes: float | None = None
     admin_fields: frozenset[str] = frozenset()  # of name, site_url: an administrator chose them, the feed may not
+    country: str | None = None  # ISO 3166-1 alpha-2; with outlet_kind, None: inferred (app/places/outlets.py)
+    outlet_kind: str | None = None
 
 
 async def create_source(
@@ -52,6 +55,7 @@ async def create_source(
         _given(request.max_interval_minutes, settings.crawl_max_interval_minutes),
         settings.crawl_interval_floor_seconds / 60,
     )
+    country, outlet_kind, outlet_inferred = _outlet_of(request, feed_url)
     new = repository.NewSource(
         feed_url=feed_url,
         name=rules.checked_name(" ".join((request.name or feed_url).split())[: rules.MAX_NAME]),
@@ -62,6 +66,9 @@ async def create_source(
         min_interval_s=min_s,
         max_interval_s=max_s,
         admin_fields=sorted(request.admin_fields),
+        country=country,
+        outlet_kind=outlet_kind,
+        outlet_inferred=outlet_inferred,
     )
     source = await repository.insert_source(session, new)
     if source is not None:
@@ -70,6 +77,17 @@ async def create_source(
     if existing is None or not existing_ok:
         raise SourceRejected(SourceErrorCode.DUPLICATE, f"{feed_url} is already a source", "feedUrl")
     return existing
+
+
+def _outlet_of(request: SourceRequest, feed_url: str) -> tuple[str | None, str, bool]:
+    """(country, kind, inferred): what a list or an administrator said of the outlet, else what its addresses and
+    language suggest."""
+    inferred = infer(request.site_url, feed_url, request.language)
+    if request.country is None and request.outlet_kind is None:
+        return inferred.country, inferred.kind.value, True
+    country = rules.checked_country(request.country) if request.country is not None else inferred.country
+    kind = rules.checked_outlet_kind(request.outlet_kind) if request.outlet_kind is not None else inferred.kind.value
+    return country, kind, False
 
 
 def _given(value: float | None, default: float) -> float:
@@ -113,6 +131,8 @@ class SourceChange:
     max_interval_minutes: float | None = None
     status: SourceStatus | None = None  # active (resumed with a fresh start) or paused
     article_text: bool | None = None  # fetch its articles' pages for their text
+    country: str | None = None  # ISO 3166-1 alpha-2; "" returns the outlet to inference (administrators only)
+    outlet_kind: str | None = None  # wire, national, local, international, unknown (administrators only)
 
 
 async def change_source(session: AsyncSession, source_id: int, change: SourceChange, *, by_admin: bool) -> Source:
@@ -123,7 +143,11 @@ async def change_source(session: AsyncSession, source_id: int, change: SourceCha
         raise SourceRejected(SourceErrorCode.NOT_FOUND, "no such source", "id")
     if change.authority is not None and not by_admin:
         raise SourceRejected(SourceErrorCode.FORBIDDEN, "only administrators set a source's authority", "authority")
+    if (change.country is not None or change.outlet_kind is not None) and not by_admin:
+        raise SourceRejected(SourceErrorCode.FORBIDDEN, "only administrators set an outlet's country and kind",
+                             "country" if change.country is not None else "outletKind")  # fmt: skip
     values = _checked_change(source, change)
+    values.update(_outlet_change(source, change, values))
     if by_admin:
         chosen = {"name", "site_url"} & set(values)
         values["admin_fields"] = sorted(set(source.admin_fields) | chosen)
@@ -133,6 +157,23 @@ async def change_source(session: AsyncSession, source_id: int, change: SourceCha
         setattr(source, column, value)
     await session.flush()
     return source
+
+
+def _outlet_change(source: Source, change: SourceChange, values: dict[str, object]) -> dict[str, object]:
+    """An administrator's country or kind is theirs (never replaced by inference); `country=""` hands the outlet back
+    to inference, which follows a new site URL or language while nobody has set the outlet."""
+    site_url = str(values.get("site_url", source.site_url) or "") or None
+    language = values.get("language", source.language)
+    inferred = infer(site_url, source.feed_url, language if isinstance(language, str) else None)
+    if change.country == "":
+        return {"country": inferred.country, "outlet_kind": inferred.kind.value, "outlet_inferred": True}
+    if change.country is not None or change.outlet_kind is not None:
+        set_country = rules.checked_country(change.country) if change.country is not None else source.country
+        kind = rules.checked_outlet_kind(change.outlet_kind) if change.outlet_kind is not None else source.outlet_kind
+        return {"country": set_country, "outlet_kind": kind, "outlet_inferred": False}
+    if source.outlet_inferred and ("site_url" in values or "language" in values):
+        return {"country": inferred.country, "outlet_kind": inferred.kind.value}
+    return {}
 
 
 def _checked_change(source: Source, change: SourceChange) -> dict[str, object]:

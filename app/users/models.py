@@ -43,6 +43,7 @@ class User(Base):
         ARRAY(String(16)), default=list, server_default=text("'{}'::varchar[]")
     )
     created_at: Mapped[datetime] = created_at_column()
+    home_region: Mapped[str | None] = mapped_column(String(2))  # ISO 3166-1 alpha-2: local stories rank higher
 
     __table_args__ = (Index("uq_users_email_lower", func.lower(email), unique=True),)
 

@@ -1,4 +1,5 @@
-"""What a reader follows, mutes and reads in: topics and sources followed, sources muted, preferred languages.
+"""What a reader follows, mutes and reads in: topics and sources followed, sources muted, preferred languages, and
+where they are (a home region: local stories rank higher).
 Every change is idempotent: following twice is following once."""
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ async def set_source(session: AsyncSession, user_id: int, source_id: int, *, tab
 
 async def set_languages(session: AsyncSession, user_id: int, languages: list[str]) -> None:
     await session.execute(update(User).where(User.id == user_id).values(preferred_languages=languages))
+
+
+async def set_home_region(session: AsyncSession, user_id: int, region: str | None) -> None:
+    """An ISO 3166-1 alpha-2 code (checked by the caller), or None to clear it."""
+    await session.execute(update(User).where(User.id == user_id).values(home_region=region))
 
 
 async def followed_topics(session: AsyncSession, user_id: int) -> list[str]:

@@ -1,14 +1,16 @@
-"""topicFollow, topicUnfollow, sourceFollow, sourceUnfollow, sourceMute, sourceUnmute, preferredLanguagesSet: a
-signed-in reader's own choices (never anyone else's)."""
+"""topicFollow, topicUnfollow, sourceFollow, sourceUnfollow, sourceMute, sourceUnmute, preferredLanguagesSet,
+homeRegionSet: a signed-in reader's own choices (never anyone else's)."""
 
 from __future__ import annotations
+
+from typing import Annotated
 
 import strawberry
 from strawberry import relay
 
 from app.api.auth import require_viewer
 from app.api.context import Info
-from app.api.filters import language_codes
+from app.api.filters import language_codes, region_code
 from app.api.relay import id_of
 from app.api.types.account_error import AccountError, refused
 from app.api.types.enums import TopicEnum
@@ -82,4 +84,17 @@ async def preferred_languages_set(info: Info, languages: list[str]) -> ViewerPay
         await preferences.set_languages(session, user.id, codes)
     await versions.bump(info.context.services.redis, user.id)
     user.preferred_languages = codes  # this request's copy of the account, now as stored
+    return _after(user)
+
+
+async def home_region_set(
+    info: Info,
+    region: Annotated[str | None, strawberry.argument(description="ISO 3166-1 alpha-2 (`DE`); null clears it.")],
+) -> ViewerPayload:
+    user = await require_viewer(info)
+    code = region_code(region)
+    async with info.context.services.db.begin() as session:
+        await preferences.set_home_region(session, user.id, code)
+    await versions.bump(info.context.services.redis, user.id)
+    user.home_region = code
     return _after(user)

@@ -1,5 +1,5 @@
 """sourceUpdate: change what a source is called, how it is filed, how often it is fetched, whether it is crawled and
-(administrators only) its authority."""
+(administrators only) its authority, country and outlet kind."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from app.api.context import Info
 from app.api.mutations.source_create import SourceErrorCodeEnum
 from app.api.relay import id_of
 from app.api.types.enums import SourceStatusEnum
-from app.api.types.source import SourceNode
+from app.api.types.source import OutletKindEnum, SourceNode
+from app.places.outlets import OutletKind
 from app.sources.errors import SourceRejected
 from app.sources.service import SourceChange, change_source
 
@@ -35,6 +36,14 @@ class SourceUpdateInput:
     article_text: bool | None = strawberry.field(
         default=None, description="Fetch its articles' pages for their full text (when the feed has only summaries)."
     )
+    country: str | None = strawberry.field(
+        default=None,
+        description='Where the outlet is, ISO 3166-1 alpha-2 (`GB`); `""` hands it back to inference. '
+        "Administrators only: it groups the outlet's coverage (`Story.perspectives`) and places it in region feeds.",
+    )
+    outlet_kind: OutletKindEnum | None = strawberry.field(  # type: ignore[valid-type]
+        default=None, description="Wire, national, local, international or unknown. Administrators only."
+    )
 
 
 @strawberry.type(description="Why sourceUpdate changed nothing.")
@@ -56,6 +65,7 @@ async def source_update(info: Info, id: relay.GlobalID, input: SourceUpdateInput
         name=input.name, site_url=input.site_url, category=input.category, language=input.language,
         authority=input.authority, min_interval_minutes=input.min_interval_minutes,
         max_interval_minutes=input.max_interval_minutes, status=input.status, article_text=input.article_text,
+        country=input.country, outlet_kind=OutletKind(input.outlet_kind).value if input.outlet_kind else None,
     )  # fmt: skip
     try:
         admin = await require_source_admin(info)

@@ -16,6 +16,7 @@ from app.api.scalars import BigInt
 from app.api.types.article_text import ArticleTextNode
 from app.api.types.entity import EntityNode
 from app.api.types.enums import TopicEnum
+from app.api.types.place import Place
 from app.api.types.source import SourceNode
 from app.articles.models import Article
 from app.extraction.text import reading_minutes
@@ -72,6 +73,11 @@ class ArticleNode(relay.Node):
                                   "first.")  # fmt: skip
     async def entities(self, info: Info) -> list[EntityNode]:
         return [EntityNode.of(e) for e in await info.context.loaders.entities_by_article.load(self.id)]
+
+    @strawberry.field(description="The places its headline and summary name, resolved to countries (and regions "
+                                  "where known), most named first.")  # fmt: skip
+    async def places(self, info: Info) -> list[Place]:
+        return [Place.of(p) for p in await info.context.loaders.places_by_article.load(self.id)]
 
     @strawberry.field(description="Its full text, cleaned: the feed's own (content:encoded) or, when the feed has "
                                   "only a summary, extracted from its page. Null until fetched, or when none was "

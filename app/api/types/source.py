@@ -11,7 +11,10 @@ from strawberry import relay
 from app.api.context import Info
 from app.api.relay import load_nodes
 from app.api.types.enums import CircuitEnum, CrawlClaimEnum, SourceKindEnum, SourceStatusEnum
+from app.places.outlets import OutletKind
 from app.sources.models import CrawlSchedule, Source
+
+OutletKindEnum = strawberry.enum(OutletKind, name="OutletKind", description="What kind of outlet a source is.")
 
 
 @strawberry.type(description="When a source is fetched next and how its recent fetches went.")
@@ -54,6 +57,17 @@ class SourceNode(relay.Node):
         "summary (a feed's own full text is used either way)."
     )
 
+    country: str | None = strawberry.field(
+        description="Where the outlet is (ISO 3166-1 alpha-2): from OPML or an administrator, else inferred from its "
+        "domain (.co.uk: GB) or a list of well-known outlets, its language as weak evidence."
+    )
+    outlet_kind: OutletKindEnum = strawberry.field(  # type: ignore[valid-type]
+        description="Wire, national, local or international; unknown unless set or a well-known outlet."
+    )
+    outlet_inferred: bool = strawberry.field(
+        description="Whether `country` and `outletKind` were inferred (an administrator's or a list's are kept)."
+    )
+
     @strawberry.field(description="Scheduling and health of this source's crawl.")
     async def crawl(self, info: Info) -> CrawlState | None:
         row = await info.context.loaders.crawl_schedule_by_source_id.load(self.id)
@@ -73,6 +87,9 @@ class SourceNode(relay.Node):
             status=row.status,
             created_at=row.created_at,
             article_text=row.article_text,
+            country=row.country,
+            outlet_kind=OutletKind(row.outlet_kind),
+            outlet_inferred=row.outlet_inferred,
         )
 
     @classmethod

@@ -15,6 +15,7 @@ from app.api.types.article import ArticleNode
 from app.api.types.coverage import CoverageGroupConnection, after_key
 from app.api.types.entity import EntityNode
 from app.api.types.enums import TopicEnum
+from app.api.types.place import Perspectives, Place
 from app.stories.models import StoryCluster
 from app.stories.repository import CoverageRequest
 
@@ -57,6 +58,17 @@ class StoryNode(relay.Node):
     async def entities(self, info: Info, first: int | None = None) -> list[EntityNode]:
         size = page_size(first, info.context.services.settings)
         return [EntityNode.of(e) for e in await info.context.loaders.entities_by_story.load((self.id, size))]
+
+    @strawberry.field(description="The countries (and regions, where known) its articles name places in, the most "
+                                  "articles first: a row per country (`region` null) and one per known "
+                                  "region.")  # fmt: skip
+    async def places(self, info: Info) -> list[Place]:
+        return [Place.of(p) for p in await info.context.loaders.places_by_story.load(self.id)]
+
+    @strawberry.field(description="Full coverage by perspective: its outlets grouped by country and kind, with "
+                                  "counts per group.")  # fmt: skip
+    async def perspectives(self, info: Info) -> Perspectives:
+        return Perspectives.of(await info.context.loaders.perspectives_by_story.load(self.id))
 
     @strawberry.field(
         description="The story's articles, newest first.",

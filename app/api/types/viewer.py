@@ -48,6 +48,7 @@ class Viewer:
     is_admin: bool
     created_at: datetime
     preferred_languages: list[str]
+    home_region: str | None = strawberry.field(description="ISO 3166-1 alpha-2: local stories rank higher.")
     user_id: strawberry.Private[int]
 
     @strawberry.field(description="This account's API keys, newest first (the keys themselves are never shown again).")
@@ -80,4 +81,5 @@ class Viewer:
     @classmethod
     def from_model(cls, row: User) -> Viewer:
         return cls(email=row.email, is_admin=row.is_admin, created_at=row.created_at,
-                   preferred_languages=list(row.preferred_languages), user_id=row.id)  # fmt: skip
+                   preferred_languages=list(row.preferred_languages), home_region=row.home_region,
+                   user_id=row.id)  # fmt: skip
