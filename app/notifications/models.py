@@ -145,7 +145,7 @@ class Fanout(Base):
 
     __tablename__ = "notification_fanouts"
     __table_args__ = (
-        Index("ix_notification_fanouts_due", "next_attempt_at", postgresql_where=text("status = 'pending'")),
+        Index("ix_notification_fanouts_pending", "topic", "event_id", postgresql_where=text("status = 'pending'")),
     )
 
     event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

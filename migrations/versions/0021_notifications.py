@@ -176,9 +176,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("event_id", name=op.f("pk_notification_fanouts")),
     )
     op.create_index(
-        "ix_notification_fanouts_due",
+        "ix_notification_fanouts_pending",
         "notification_fanouts",
-        ["next_attempt_at"],
+        ["topic", "event_id"],
         postgresql_where=sa.text("status = 'pending'"),
     )
 
