@@ -104,7 +104,7 @@ class Delivery(Base):
     channel: Mapped[str] = mapped_column(String(8))  # webhook / email
     endpoint_id: Mapped[int | None] = mapped_column(ForeignKey("webhook_endpoints.id", ondelete="CASCADE"))
     priority: Mapped[str] = mapped_column(String(8))  # urgent / normal / batch
-    status: Mapped[str] = mapped_column(String(8), server_default=text("'pending'"))
+    status: Mapped[str] = mapped_column(String(12), server_default=text("'pending'"))
     attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     next_attempt_at: Mapped[datetime] = created_at_column()
     last_error: Mapped[str | None] = mapped_column(Text)
@@ -151,7 +151,7 @@ class Fanout(Base):
     event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     topic: Mapped[str] = mapped_column(String(64))
     after_user_id: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))  # readers done so far
-    status: Mapped[str] = mapped_column(String(8), server_default=text("'pending'"))  # pending / done / dead
+    status: Mapped[str] = mapped_column(String(12), server_default=text("'pending'"))  # pending / done / dead
     attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     last_error: Mapped[str | None] = mapped_column(Text)
     next_attempt_at: Mapped[datetime] = created_at_column()
