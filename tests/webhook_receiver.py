@@ -63,7 +63,7 @@ async def receiver(failures: int = 0) -> AsyncIterator[Receiver]:
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve())
-    while not server.started:  # uvicorn has no event for it
+    while not server.started:  # noqa: ASYNC110 (uvicorn has no event for it)
         await asyncio.sleep(0.02)
     app.url = f"http://127.0.0.1:{port}"
     try:
