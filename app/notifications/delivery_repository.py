@@ -89,3 +89,10 @@ async def log_of(db: Executor, delivery_ids: list[int]) -> list[Any]:
             {"ids": delivery_ids},
         )
     )
+
+
+async def emails(db: Executor, user_ids: list[int]) -> dict[int, str]:
+    rows = await db.execute(
+        text("SELECT id, email FROM users WHERE id = ANY(CAST(:ids AS bigint[]))"), {"ids": user_ids}
+    )
+    return {row.id: row.email for row in rows}

@@ -69,7 +69,12 @@ async def _answers(redis: Redis) -> bool:
         return False
 
 
-async def relay_all(db: AsyncEngine, redis: Redis, topics: Sequence[str]) -> int:
+async def relay_all(db: AsyncEngine, redis: Redis, topics: Sequence[str], *, max_attempts: int = MAX_ATTEMPTS) -> int:
     """Publishes every pending event of `topics`, topic by topic in the order given (an earlier topic never waits
     behind a later one's backlog), batch after batch until a topic is drained; returns how many were delivered."""
-    return sum([await drain(functools.partial(relay, db, redis, (topic,)), batch=BATCH) for topic in topics])
+    return sum(
+        [
+            await drain(functools.partial(relay, db, redis, (topic,), max_attempts=max_attempts), batch=BATCH)
+            for topic in topics
+        ]
+    )
