@@ -42,10 +42,11 @@ def _invalid(message: str, field_name: str) -> AlertRejected:
 
 def check(choice: RuleChoice) -> RuleChoice:
     """The choice as stored (duplicates gone, entities folded), or AlertRejected naming the field at fault."""
-    for name in ("topics", "source_ids", "entities", "languages"):
+    for name, argument in (("topics", "topics"), ("source_ids", "sourceIds"), ("entities", "entities"),
+                           ("languages", "languages")):  # fmt: skip
         values = list(dict.fromkeys(getattr(choice, name)))
         if len(values) > MAX_ITEMS:
-            raise _invalid(f"at most {MAX_ITEMS} {name}", name)
+            raise _invalid(f"at most {MAX_ITEMS} {argument}", argument)
         setattr(choice, name, values)
     choice.entities = [e.strip().casefold() for e in choice.entities]
     if not all(0 < len(e) <= 200 for e in choice.entities):

@@ -9,16 +9,23 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, text
+from sqlalchemy.dialects.postgresql import array
 
 from app.db.engine import Executor
 from app.outbox.models import OutboxEvent
 
 
-async def events_after(db: Executor, topic: str, *, after: int | None, limit: int) -> list[OutboxEvent]:
-    """Oldest first: what a client that saw event `after` has missed."""
+async def events_after(db: Executor, topic: str, *, after: int | None, limit: int, topics: Sequence[str] = (),
+                       languages: Sequence[str] = ()) -> list[OutboxEvent]:  # fmt: skip
+    """Oldest first: what a client that saw event `after` has missed; with `topics` or `languages`, only events
+    whose payload lists any of them."""
     query = select(OutboxEvent).where(OutboxEvent.topic == topic).order_by(OutboxEvent.id).limit(limit)
     if after is not None:
         query = query.where(OutboxEvent.id > after)
+    if topics:
+        query = query.where(OutboxEvent.payload["topics"].has_any(array(list(topics))))
+    if languages:
+        query = query.where(OutboxEvent.payload["languages"].has_any(array(list(languages))))
     return list(await db.scalars(query))
 
 
