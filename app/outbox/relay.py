@@ -62,11 +62,14 @@ async def relay(db: AsyncEngine, redis: Redis, topics: Sequence[str], *, limit: 
 
 
 async def _answers(redis: Redis) -> bool:
-    """Whether Redis answers a PING now: if so, a failed publish was the event's fault, not Redis being down."""
-    try:
-        return bool(await redis.ping())
-    except (RedisError, OSError):
-        return False
+    """Whether Redis answers a PING now: if so, a failed publish was the event's fault, not Redis being down. Twice:
+    the first may go out on the connection the refusal closed."""
+    for _ in range(2):
+        try:
+            return bool(await redis.ping())
+        except (RedisError, OSError):
+            continue
+    return False
 
 
 async def relay_all(db: AsyncEngine, redis: Redis, topics: Sequence[str], *, max_attempts: int = MAX_ATTEMPTS) -> int:
