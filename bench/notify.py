@@ -71,7 +71,10 @@ async def _breaking(engine: AsyncEngine) -> None:
     payload = {"story_id": 1, "title": "Dam bursts upstream", "article_count": 70, "source_count": 6,
                "topics": ["world"], "languages": ["en"], "velocity": 2.3,
                "at": datetime.now(UTC).isoformat()}  # fmt: skip
-    add = "INSERT INTO outbox (topic, dedupe_key, payload) VALUES ('story.breaking', 'story.breaking:1', CAST(:p AS jsonb))"
+    add = (
+        "INSERT INTO outbox (topic, dedupe_key, payload) "
+        "VALUES ('story.breaking', 'story.breaking:1', CAST(:p AS jsonb))"
+    )
     async with engine.begin() as connection:
         await connection.execute(text(add), {"p": json.dumps(payload)})
 
