@@ -54,8 +54,8 @@ def fan_out_statement(readers: str) -> str:
     return f"""
     WITH readers AS ({readers}),
     fresh AS (
-        SELECT rd.* FROM readers rd
-        WHERE NOT EXISTS (SELECT FROM notifications n WHERE n.user_id = rd.user_id AND n.event_id = :event)),
+        SELECT rd.* FROM readers rd  -- a hashed subplan: one index range scan, not a probe per reader
+        WHERE rd.user_id NOT IN (SELECT n.user_id FROM notifications n WHERE n.event_id = :event AND n.user_id > :after)),
     counted AS (
         INSERT INTO alert_hours AS h (user_id, hour, sent)
         SELECT user_id, date_trunc('hour', now()), 1 FROM fresh WHERE cap_per_hour > 0
@@ -65,7 +65,7 @@ def fan_out_statement(readers: str) -> str:
     in_app AS (
         INSERT INTO notifications (user_id, event_id, kind, priority, story_id, title)
         SELECT user_id, :event, :kind, :priority, :story, :title FROM counted
-        ON CONFLICT (user_id, event_id) DO NOTHING
+        ON CONFLICT (event_id, user_id) DO NOTHING
         RETURNING user_id),
     hooks AS (
         INSERT INTO deliveries (idempotency_key, user_id, event_id, channel, endpoint_id, priority, next_attempt_at,

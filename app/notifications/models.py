@@ -50,7 +50,8 @@ class Notification(Base):
 
     __tablename__ = "notifications"
     __table_args__ = (
-        Index("uq_notifications_user_event", "user_id", "event_id", unique=True),
+        Index("uq_notifications_event_user", "event_id", "user_id", unique=True),
+        Index("ix_notifications_user_id", "user_id", "id"),
         Index("ix_notifications_user_unread", "user_id", "id", postgresql_where=text("read_at IS NULL")),
         Index("ix_notifications_created_at", "created_at"),
     )

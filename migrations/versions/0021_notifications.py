@@ -82,7 +82,8 @@ def upgrade() -> None:
         sa.Column("read_at", sa.DateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_notifications")),
     )
-    op.create_index("uq_notifications_user_event", "notifications", ["user_id", "event_id"], unique=True)
+    op.create_index("uq_notifications_event_user", "notifications", ["event_id", "user_id"], unique=True)
+    op.create_index("ix_notifications_user_id", "notifications", ["user_id", "id"])
     op.create_index(
         "ix_notifications_user_unread", "notifications", ["user_id", "id"], postgresql_where=sa.text("read_at IS NULL")
     )
