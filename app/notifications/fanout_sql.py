@@ -55,7 +55,8 @@ def fan_out_statement(readers: str) -> str:
     WITH readers AS ({readers}),
     fresh AS (
         SELECT rd.* FROM readers rd  -- a hashed subplan: one index range scan, not a probe per reader
-        WHERE rd.user_id NOT IN (SELECT n.user_id FROM notifications n WHERE n.event_id = :event AND n.user_id > :after)),
+        WHERE rd.user_id NOT IN (SELECT n.user_id FROM notifications n
+                                 WHERE n.event_id = :event AND n.user_id > :after)),
     counted AS (
         INSERT INTO alert_hours AS h (user_id, hour, sent)
         SELECT user_id, date_trunc('hour', now()), 1 FROM fresh WHERE cap_per_hour > 0
