@@ -106,3 +106,21 @@ async def test_a_private_address_is_refused_and_dead_at_once(services: Services,
         )
     assert error is not None
     assert error.startswith("refused:")
+
+
+async def test_the_worker_jobs_carry_a_breaking_story_to_the_receiver(services: Services, hook_settings: Settings,
+                                                                      hook: Receiver) -> None:  # fmt: skip
+    from jobs.notifications import deliver_webhooks_job, fan_out_job
+
+    reader = await add_reader(services, "jobs@example.com")
+    _, hook.secrets["/hook"] = await add_endpoint(services, reader, hook.url + "/hook")
+    await add_breaking_event(services, 23)
+    worker = Services.open(hook_settings)
+    async with webhook_client(hook_settings) as client:
+        ctx = {"services": worker, "webhooks": client}
+        try:
+            assert await fan_out_job(ctx) == 1
+            assert await deliver_webhooks_job(ctx) == 1
+        finally:
+            await worker.close()
+    assert [b["story_id"] for b in hook.received] == [23]

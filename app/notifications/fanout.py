@@ -113,6 +113,9 @@ async def _batch(connection: AsyncConnection, row: Any, alert: Alert, settings: 
         "priority": alert.priority, "story": alert.story_id, "title": alert.title, "event_at": alert.at,
         "payload": json.dumps(alert.payload), "digest_hour": settings.digest_hour,
     }  # fmt: skip
+    # asyncpg prepares the statement, and PostgreSQL's generic plan for it (chosen from the sixth run on) walks
+    # readers without knowing `after`: 10 times slower per batch. A custom plan each time.
+    await connection.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
     if alert.kind == "breaking":
         sources, entities = await fanouts.story_outlets(connection, alert.story_id)
         params |= {"topics": alert.topics, "languages": alert.languages, "sources": sources, "entities": entities}
