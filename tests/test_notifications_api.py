@@ -60,6 +60,11 @@ async def test_a_reader_reads_and_marks_their_own_notifications(gql: GraphQLClie
     assert [e["node"]["title"] for e in unread] == ["Story 3"]
     assert (await alice.run("NotificationsMarkRead"))["notificationsMarkRead"] == {"marked": 1, "unread": 0}
     assert (await bob.run("Notifications", first=10))["unreadNotifications"] == 2  # Bob's are his own
+    page = (await alice.run("Notifications", first=1))["notifications"]
+    rest = (await alice.run("Notifications", first=5, after=page["pageInfo"]["endCursor"]))["notifications"]
+    assert [e["node"]["title"] for e in page["edges"] + rest["edges"]] == ["Story 4", "Story 3"]
+    bad = await alice.post(document("Notifications"), {"after": "x" * 5000})
+    assert bad["errors"][0]["extensions"]["code"] == "BAD_CURSOR"
 
 
 async def test_a_notification_arrives_live_over_the_websocket(api_url: str, gql: GraphQLClient, services: Services,
