@@ -540,6 +540,11 @@ class Settings(BaseSettings):
         default=3600, gt=0, description="Outbox events older than this are never fanned out to readers (a first "
         "start does not alert about last week's news).",
     )  # fmt: skip
+    notify_retention_days: float = Field(
+        default=30, ge=0, description="In-app notifications, deliveries (with their log) and finished fan-outs are "
+        "deleted this many days after they were written, hourly in bounded batches; dead deliveries stay (0 keeps "
+        "everything).",
+    )  # fmt: skip
     notify_max_attempts: int = Field(
         default=8, ge=1, description="A webhook or email delivery that fails this many times is dead: listed for "
         "administrators (`deadDeliveries`), who can replay it (`deliveriesReplay`).",

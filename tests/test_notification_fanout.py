@@ -97,3 +97,21 @@ async def test_a_followed_story_update_notifies_its_followers_normally(services:
     async with services.engine.connect() as connection:
         rows = (await connection.execute(text("SELECT user_id, kind, priority, title FROM notifications"))).all()
     assert [tuple(r) for r in rows] == [(follower, "story_update", "normal", "Bridge closes for repairs")]
+
+
+async def test_old_notifications_and_deliveries_go_and_dead_ones_stay(services: Services, settings: Settings) -> None:
+    from app.notifications.fanout import prune_old
+
+    reader = await add_reader(services, "old@example.com")
+    await add_endpoint(services, reader, "http://127.0.0.1:9/hook")
+    for story in (51, 52):
+        await add_breaking_event(services, story)
+    await fan_out(services.engine, settings)
+    async with services.engine.begin() as connection:
+        await connection.execute(text("UPDATE notifications SET created_at = now() - interval '31 days'"))
+        await connection.execute(text("UPDATE deliveries SET created_at = now() - interval '31 days'"))
+        await connection.execute(text("UPDATE deliveries SET status = 'dead' WHERE event_id = (SELECT min(event_id) "
+                                      "FROM deliveries)"))  # fmt: skip
+    assert await prune_old(services.engine, settings, batch=1) == 2 + 1  # two notifications, one delivery
+    assert await count(services, "SELECT count(*) FROM notifications") == 0
+    assert await count(services, "SELECT count(*) FROM deliveries WHERE status = 'dead'") == 1

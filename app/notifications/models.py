@@ -96,6 +96,7 @@ class Delivery(Base):
         Index("ix_deliveries_dead", "id", postgresql_where=text("status = 'dead'")),
         Index("ix_deliveries_user_id", "user_id"),
         Index("ix_deliveries_endpoint_id", "endpoint_id"),
+        Index("ix_deliveries_created_at", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

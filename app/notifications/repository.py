@@ -4,6 +4,7 @@ progress, failure or end, and what a story's event matches (its outlets and enti
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
@@ -80,3 +81,20 @@ async def story_outlets(db: Executor, story_id: int) -> tuple[list[int], list[st
 async def prune_hours(db: Executor) -> None:
     """Hourly counts older than the current hour count nothing any more."""
     await db.execute(text("DELETE FROM alert_hours WHERE hour < date_trunc('hour', now()) - interval '1 hour'"))
+
+
+_PRUNE = {
+    "notifications": "DELETE FROM notifications WHERE id IN (SELECT id FROM notifications WHERE created_at < :before "
+    "ORDER BY created_at LIMIT :batch)",
+    "deliveries": "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE created_at < :before "
+    "AND status IN ('delivered', 'pending', 'failed') ORDER BY created_at LIMIT :batch)",
+    "fanouts": "DELETE FROM notification_fanouts WHERE event_id IN (SELECT event_id FROM notification_fanouts "
+    "WHERE status = 'done' AND created_at < :before LIMIT :batch)",
+}
+
+
+async def prune(db: Executor, kind: str, *, before: datetime, batch: int) -> int:
+    """One batch of `kind` rows written before `before` (a delivery's log goes with it; dead deliveries stay for
+    administrators to see and replay)."""
+    result = await db.execute(text(_PRUNE[kind]), {"before": before, "batch": batch})
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -139,6 +139,7 @@ def upgrade() -> None:
     op.create_index("ix_deliveries_dead", "deliveries", ["id"], postgresql_where=sa.text("status = 'dead'"))
     op.create_index("ix_deliveries_user_id", "deliveries", ["user_id"])
     op.create_index("ix_deliveries_endpoint_id", "deliveries", ["endpoint_id"])
+    op.create_index("ix_deliveries_created_at", "deliveries", ["created_at"])
     op.create_table(
         "delivery_log",
         sa.Column("id", sa.BigInteger(), nullable=False),
