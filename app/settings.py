@@ -542,8 +542,8 @@ class Settings(BaseSettings):
     )  # fmt: skip
     notify_retention_days: float = Field(
         default=30, ge=0, description="In-app notifications, deliveries (with their log) and finished fan-outs are "
-        "deleted this many days after they were written, hourly in bounded batches; dead deliveries stay (0 keeps "
-        "everything).",
+        "deleted this many days after they were written, by the hourly retention pass; dead deliveries stay (0 "
+        "keeps everything).",
     )  # fmt: skip
     notify_max_attempts: int = Field(
         default=8, ge=1, description="A webhook or email delivery that fails this many times is dead: listed for "

@@ -6,7 +6,7 @@ from typing import Any
 
 from app.notifications.delivery import deliver_webhooks
 from app.notifications.digest import send_digests
-from app.notifications.fanout import fan_out, prune_old
+from app.notifications.fanout import fan_out
 from app.services import Services
 
 
@@ -26,9 +26,3 @@ async def send_digests_job(ctx: dict[str, Any]) -> int:
     """Every minute: readers whose digest is due get one email (when SMTP is configured)."""
     services: Services = ctx["services"]
     return await send_digests(services.engine, services.settings)
-
-
-async def prune_notifications_job(ctx: dict[str, Any]) -> int:
-    """Hourly: notifications and deliveries past `notify_retention_days` go."""
-    services: Services = ctx["services"]
-    return await prune_old(services.engine, services.settings)

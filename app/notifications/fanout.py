@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from redis.asyncio import Redis
@@ -76,23 +76,6 @@ async def fan_out(engine: AsyncEngine, settings: Settings, redis: Redis | None =
         if notified and redis is not None:
             await _announce(redis, row.event_id, notified)
     return report
-
-
-async def prune_old(engine: AsyncEngine, settings: Settings, *, batch: int = 10_000) -> int:
-    """Notifications, deliveries (with their log) and finished fan-outs older than `notify_retention_days`, batch
-    by batch (one transaction each, so no lock is held long); dead deliveries stay. Returns the rows deleted."""
-    if settings.notify_retention_days <= 0:
-        return 0
-    before = datetime.now(UTC) - timedelta(days=settings.notify_retention_days)
-    deleted = 0
-    for kind in ("notifications", "deliveries", "fanouts"):
-        while True:
-            async with engine.begin() as connection:
-                done = await fanouts.prune(connection, kind, before=before, batch=batch)
-            deleted += done
-            if done < batch:
-                break
-    return deleted
 
 
 async def _one_batch(connection: AsyncConnection, row: Any, settings: Settings, report: FanoutReport) -> list[int]:
