@@ -6,6 +6,16 @@ from app.db.base import Base
 from app.documents.models import TrustedDocument
 from app.entities.models import ArticleEntity
 from app.extraction.models import ArticleText
+from app.notifications.models import (
+    AlertHour,
+    AlertRules,
+    Delivery,
+    DeliveryAttempt,
+    Fanout,
+    Notification,
+    StoryFollow,
+    WebhookEndpoint,
+)
 from app.outbox.models import OutboxEvent
 from app.places.models import ArticlePlace
 from app.search.models import SearchTerm
@@ -25,6 +35,8 @@ from app.users.models import (
 from app.workers.models import Worker
 
 __all__ = [
+    "AlertHour",
+    "AlertRules",
     "ApiKey",
     "ArchivedFetch",
     "Article",
@@ -33,8 +45,12 @@ __all__ = [
     "ArticleText",
     "Base",
     "CrawlSchedule",
+    "Delivery",
+    "DeliveryAttempt",
+    "Fanout",
     "FetchLog",
     "FetchedArticle",
+    "Notification",
     "OutboxEvent",
     "ReadEvent",
     "SearchTerm",
@@ -46,11 +62,13 @@ __all__ = [
     "SourceFollow",
     "SourceMute",
     "StoryCluster",
+    "StoryFollow",
     "StoryVocabulary",
     "TopicFollow",
     "TrustedDocument",
     "User",
     "UserInterest",
     "UserSession",
+    "WebhookEndpoint",
     "Worker",
 ]

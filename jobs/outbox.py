@@ -20,7 +20,9 @@ PUSHED_TOPICS = (
 async def publish_outbox(services: Services) -> int:
     """Every pending event of PUSHED_TOPICS, topic by topic: breaking news never waits behind a busy hour's story
     updates, and a clustering batch that changed hundreds of stories is published in full."""
-    return await relay_all(services.engine, services.redis, PUSHED_TOPICS)
+    return await relay_all(
+        services.engine, services.redis, PUSHED_TOPICS, max_attempts=services.settings.outbox_max_attempts
+    )
 
 
 async def relay_outbox_job(ctx: dict[str, Any]) -> int:

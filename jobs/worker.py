@@ -1,12 +1,12 @@
 """The arq worker: crawling (the crawl tick, source refreshes, WebSub pushes and subscriptions), understanding and
-clustering new articles into stories, relaying the outbox to Redis, keeping the search index in sync (and building the
-day's text-search index over the last days' articles), sweeping up work whose worker died, and deleting rows past
-their retention; it samples its backlogs for /metrics; beside its main loop, a second one may fetch article pages
-for their text from a queue of their own (jobs/articles.py), unless article workers of their own do
-(`newsagg worker --articles`, create_article_worker). The jobs live in jobs/crawl.py, jobs/websub.py,
-jobs/stories.py, jobs/outbox.py, jobs/search.py, jobs/sweeper.py, jobs/retention.py and jobs/backlogs.py; each process
-beats a heartbeat (app/workers/heartbeat.py); this module starts and registers them, each timed and its failures
-counted (app/observability/work.py)."""
+clustering new articles into stories, relaying the outbox to Redis, alerting readers (fan-out, webhooks, email
+digests), keeping the search index in sync (and building the day's text-search index over the last days' articles),
+sweeping up work whose worker died, and deleting rows past their retention; it samples its backlogs for /metrics;
+beside its main loop, a second one may fetch article pages for their text from a queue of their own
+(jobs/articles.py), unless article workers of their own do (`newsagg worker --articles`, create_article_worker). The
+jobs live in jobs/crawl.py, jobs/websub.py, jobs/stories.py, jobs/outbox.py, jobs/notifications.py, jobs/search.py,
+jobs/sweeper.py, jobs/retention.py and jobs/backlogs.py; each process beats a heartbeat (app/workers/heartbeat.py);
+this module starts and registers them, each timed and its failures counted (app/observability/work.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from arq.worker import Function, Worker, func
 from app.extraction.pool import close_extraction_pool
 from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
+from app.notifications.webhooks import webhook_client
 from app.observability.work import measured
 from app.queue_names import (
     CRAWL_TICK,
@@ -41,6 +42,7 @@ from jobs.articles import fetch_article_text_job
 from jobs.backlogs import SAMPLE_SECONDS, sample_backlogs_job
 from jobs.crawl import crawl_priority_job, crawl_tick, ingest_push_job, refresh_source_job
 from jobs.loop import ResilientWorker, retried_on_redis
+from jobs.notifications import deliver_webhooks_job, fan_out_job, send_digests_job
 from jobs.outbox import relay_outbox_job
 from jobs.retention import RETENTION_TIMEOUT_S, retention_job
 from jobs.search import recent_index_job, sync_search_job
@@ -83,11 +85,13 @@ def _open(ctx: dict[str, Any]) -> None:
     ctx["services"] = Services.open(settings, pre_ping=False)  # see app.db.engine.create_engine
     ctx["http"] = new_http_client(settings)
     ctx["politeness"] = Politeness(ctx["services"].redis, ctx["http"], settings)
+    ctx["webhooks"] = webhook_client(settings)  # its own pool and SSRF rule (app/notifications/webhooks.py)
 
 
 async def _close(ctx: dict[str, Any]) -> None:
     close_extraction_pool()
     await ctx["http"].aclose()
+    await ctx["webhooks"].aclose()
     await ctx["services"].close()
 
 
@@ -211,6 +215,9 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             _cron(crawl_priority_job, **_every(settings.crawl_priority_every_seconds)),
             _cron(relay_outbox_job, second=tick_seconds(5)),
             _cron(flush_share_clicks_job, **_every(settings.share_click_flush_seconds)),
+            _cron(fan_out_job, second=tick_seconds(2)),  # urgent alerts: < 30 s from breaking to delivery
+            _cron(deliver_webhooks_job, second=tick_seconds(2)),
+            _cron(send_digests_job, second={45}),
             _cron(sync_search_job, second=tick_seconds(5)),
             _cron(sweep_job, second=tick_seconds(settings.sweep_seconds), run_at_startup=True),
             _cron(sample_backlogs_job, second=tick_seconds(SAMPLE_SECONDS), run_at_startup=True),

@@ -9,6 +9,7 @@ from strawberry import relay
 
 from app.api import auth
 from app.api import feed as feeds
+from app.api import notifications as alerts
 from app.api.context import Info
 from app.api.feed import FeedConnection
 from app.api.filters import language_codes, topic_values
@@ -22,6 +23,7 @@ from app.api.types.article import ArticleNode
 from app.api.types.breaking import CURSOR_KIND as BREAKING_CURSOR
 from app.api.types.breaking import BreakingEvent
 from app.api.types.enums import SourceStatusEnum, TopicEnum
+from app.api.types.notification import AlertRulesInfo, DeliveryInfo, NotificationNode, WebhookEndpointInfo
 from app.api.types.rate_limit import RateLimit, rate_limit
 from app.api.types.share_link import ShareLinkNode
 from app.api.types.source import SourceNode
@@ -144,14 +146,27 @@ class Query:
         )  # fmt: skip
 
     @strawberry.field(description="Breaking-news events, oldest first: after a cursor from `breakingNews` or from "
-                                  "this list, exactly the events that followed it.")  # fmt: skip
+                                  "this list, exactly the events that followed it; `topics` and `languages` filter "
+                                  "as the subscription does (any of them).")  # fmt: skip
     async def breaking_events(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = None,
+        after: str | None = None,
+        topics: list[TopicEnum] | None = None,  # type: ignore[valid-type]
+        languages: list[str] | None = None,
     ) -> relay.Connection[BreakingEvent]:
         size = page_size(first, info.context.services.settings)
         after_key = after_id_key(BREAKING_CURSOR, after)
         async with info.context.services.db() as session:
-            rows = await outbox.events_after(session, BREAKING_TOPIC, after=after_key, limit=size + 1)
+            rows = await outbox.events_after(
+                session,
+                BREAKING_TOPIC,
+                after=after_key,
+                limit=size + 1,
+                topics=topic_values(topics),
+                languages=language_codes(languages),
+            )
         return build_connection(
             rows, size=size, had_cursor=after is not None, kind=BREAKING_CURSOR, key=lambda e: [e.id],
             node=lambda e: BreakingEvent.from_event(e.id, e.payload),
@@ -216,6 +231,24 @@ class Query:
         resolver=share_link,
         description="One of your share links by its code, with its clicks by day and referrer (null for a code that "
         "is not one of yours).",
+    )
+    notifications: relay.Connection[NotificationNode] = strawberry.field(
+        resolver=alerts.notifications,
+        description="Your in-app alerts, newest first (`unreadOnly`: those not marked read). Signed-in readers.",
+    )
+    unread_notifications: int = strawberry.field(
+        resolver=alerts.unread_notifications, description="How many of your notifications are unread."
+    )
+    alert_rules: AlertRulesInfo = strawberry.field(
+        resolver=alerts.alert_rules, description="Your alert rules (defaults until you set them: no breaking alerts)."
+    )
+    webhook_endpoints: list[WebhookEndpointInfo] = strawberry.field(
+        resolver=alerts.webhook_endpoints, description="The webhook endpoints of your API keys."
+    )
+    dead_deliveries: list[DeliveryInfo] = strawberry.field(
+        resolver=alerts.dead_deliveries,
+        description="Deliveries that failed every attempt, oldest first (after `afterId`), with their log "
+        "(administrators).",
     )
     rate_limit: RateLimit | None = strawberry.field(
         resolver=rate_limit, description="Your points budget, GitHub's way (`dryRun: true` prices the query only)."

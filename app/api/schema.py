@@ -13,7 +13,7 @@ from app.api.analysis.cost import QueryCost
 from app.api.analysis.rule import shape_rule
 from app.api.event_executor import EventScopedExecutor
 from app.api.internal_errors import InternalErrors, mask
-from app.api.mutations import preferences
+from app.api.mutations import alerts, preferences
 from app.api.mutations.accounts import (
     ApiKeyPayload,
     AuthPayload,
@@ -43,6 +43,7 @@ from app.api.subscriptions import Subscription
 from app.api.text_input import TextInputCheck
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import BreakingEvent
+from app.api.types.notification import NotificationNode
 from app.api.types.source import SourceNode
 from app.api.types.story import StoryNode
 from app.settings import Settings
@@ -104,6 +105,29 @@ class Mutation:
         description="A short link to an article or story that counts its clicks (signed-in readers; sharing the same "
         "thing again returns the same link; NEWSAGG_SHARE_LINKS_PER_HOUR new links an hour).",
     )
+    alert_rules_set: alerts.AlertRulesPayload = strawberry.mutation(
+        resolver=alerts.alert_rules_set,
+        description="Your alert rules: what breaking news alerts you (topics, sources, entities, languages; none: "
+        "all), followed stories, quiet hours in your time zone (webhooks wait until they end), a cap per hour and a "
+        "digest by email.",
+    )
+    story_follow: alerts.StoryFollowPayload = strawberry.mutation(
+        resolver=alerts.story_follow, description="Be alerted when this story gains articles (normal priority)."
+    )
+    story_unfollow: alerts.StoryFollowPayload = strawberry.mutation(
+        resolver=alerts.story_unfollow, description="Stop following a story."
+    )
+    notifications_mark_read: alerts.NotificationsMarkReadPayload = strawberry.mutation(
+        resolver=alerts.notifications_mark_read, description="Mark your notifications read (no ids: all of them)."
+    )
+    webhook_endpoint_set: alerts.WebhookEndpointPayload = strawberry.mutation(
+        resolver=alerts.webhook_endpoint_set,
+        description="Where one of your API keys receives your alerts: signed POSTs to a public http(s) URL. The "
+        "secret is returned once, when the endpoint is created.",
+    )
+    deliveries_replay: alerts.DeliveriesReplayPayload = strawberry.mutation(
+        resolver=alerts.deliveries_replay, description="Send dead deliveries again (administrators)."
+    )
     preferred_languages_set: ViewerPayload = strawberry.mutation(
         resolver=preferences.preferred_languages_set,
         description="The languages you read (ISO 639-1 codes, most preferred first; empty: all).",
@@ -134,7 +158,7 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
-        types=[SourceNode, ArticleNode, StoryNode, BreakingEvent],
+        types=[SourceNode, ArticleNode, StoryNode, BreakingEvent, NotificationNode],
         extensions=extensions,
         config=StrawberryConfig(scalar_map=SCALARS),
         execution_context_class=EventScopedExecutor,

@@ -12,10 +12,12 @@ from app.api.context import Info
 from app.api.errors import BadRequest
 from app.api.filters import language_codes, topic_values
 from app.api.loaders import Loaders
+from app.api.notifications import new_notifications
 from app.api.relay import id_of
 from app.api.types.article import ArticleNode
 from app.api.types.breaking import BreakingEvent
 from app.api.types.enums import TopicEnum
+from app.api.types.notification import NotificationNode
 from app.api.types.story_update import StoryUpdate, current_story, follow_story
 from app.ingest.events import ARTICLES_ADDED
 from app.stories.models import StoryCluster
@@ -65,6 +67,13 @@ class Subscription:
             if found.wanted(wanted_topics, wanted_languages):
                 _resolving(info, event)
                 yield found
+
+    @strawberry.subscription(description="Your new in-app notifications as they are written (sign in over "
+                                         "connection_init).")  # fmt: skip
+    async def notification_added(self, info: Info) -> AsyncGenerator[NotificationNode, None]:
+        async for found in new_notifications(info):
+            _resolving(info, None)
+            yield found
 
     @strawberry.subscription(description="Live full coverage of one story: an update each time articles join it (a "
                                          "new outlet, a new count). A story merged into another is followed there. "

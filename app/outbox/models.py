@@ -25,3 +25,4 @@ class OutboxEvent(Base):
     delivered_at: Mapped[datetime | None]
     retry_at: Mapped[datetime | None]  # a failed event waits until then (back-off)
     last_error: Mapped[str | None] = mapped_column(Text)
+    dead_at: Mapped[datetime | None]  # a poisoned event: it failed on a reachable Redis too often, never taken again

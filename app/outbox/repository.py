@@ -9,16 +9,23 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, text
+from sqlalchemy.dialects.postgresql import array
 
 from app.db.engine import Executor
 from app.outbox.models import OutboxEvent
 
 
-async def events_after(db: Executor, topic: str, *, after: int | None, limit: int) -> list[OutboxEvent]:
-    """Oldest first: what a client that saw event `after` has missed."""
+async def events_after(db: Executor, topic: str, *, after: int | None, limit: int, topics: Sequence[str] = (),
+                       languages: Sequence[str] = ()) -> list[OutboxEvent]:  # fmt: skip
+    """Oldest first: what a client that saw event `after` has missed; with `topics` or `languages`, only events
+    whose payload lists any of them."""
     query = select(OutboxEvent).where(OutboxEvent.topic == topic).order_by(OutboxEvent.id).limit(limit)
     if after is not None:
         query = query.where(OutboxEvent.id > after)
+    if topics:
+        query = query.where(OutboxEvent.payload["topics"].has_any(array(list(topics))))
+    if languages:
+        query = query.where(OutboxEvent.payload["languages"].has_any(array(list(languages))))
     return list(await db.scalars(query))
 
 
@@ -43,7 +50,8 @@ async def add_once(db: Executor, topic: str, events: dict[str, dict[str, Any]]) 
 
 _PENDING = text("""
     SELECT id, topic, payload FROM outbox
-    WHERE delivered_at IS NULL AND topic = ANY(CAST(:topics AS varchar[])) AND (retry_at IS NULL OR retry_at <= now())
+    WHERE delivered_at IS NULL AND dead_at IS NULL AND topic = ANY(CAST(:topics AS varchar[]))
+      AND (retry_at IS NULL OR retry_at <= now())
     ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED
 """)
 
@@ -72,9 +80,23 @@ async def mark_failed(db: Executor, ids: list[int], error: str, *, backoff_cap_s
     )
 
 
+async def mark_poisoned(db: Executor, event_id: int, error: str, *, max_attempts: int, cap_seconds: float) -> bool:
+    """Counts a failed attempt of an event that failed while Redis answered: it waits 1, 2, 4… seconds (up to the
+    cap) and after `max_attempts` it is dead (kept, never taken again). True when it is dead now."""
+    dead = await db.scalar(
+        text("""
+        UPDATE outbox SET attempts = attempts + 1, last_error = :error,
+               retry_at = now() + least(:cap, power(2, least(attempts, 30))) * interval '1 second',
+               dead_at = CASE WHEN attempts + 1 >= :max THEN now() END
+        WHERE id = :id RETURNING dead_at IS NOT NULL"""),
+        {"id": event_id, "error": error[:2000], "cap": cap_seconds, "max": max_attempts},
+    )
+    return bool(dead)
+
+
 _BACKLOG = text("""
     SELECT count(*) AS events, min(created_at) AS oldest, max(attempts) AS attempts FROM outbox
-    WHERE topic = :topic AND delivered_at IS NULL
+    WHERE topic = :topic AND delivered_at IS NULL AND dead_at IS NULL
 """)
 
 

@@ -9,12 +9,13 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 
 from prometheus_client import Counter as Metric
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.notifications import repository as alerts
 from app.outbox import repository as outbox
 from app.retention import repository
 from app.retention.policy import KINDS, cutoffs
@@ -57,6 +58,10 @@ async def prune(db: AsyncEngine, settings: Settings, now: datetime) -> Retention
     for topic, before in due.outbox.items():
         await _in_batches(db, done, "outbox", rows, partial(outbox.prune_delivered, topic=topic, older_than=before,
                                                             batch=rows))  # fmt: skip
+    if settings.notify_retention_days > 0:  # readers' alerts; dead deliveries stay for administrators
+        before = now - timedelta(days=settings.notify_retention_days)
+        for kind in ("notifications", "deliveries", "fanouts"):
+            await _in_batches(db, done, kind, rows, partial(alerts.prune, kind=kind, before=before, batch=rows))
     if done.deleted:
         log.info("retention: deleted %s in %d batches (longest %.2f s); %d stories repaired, %d emptied",
                  dict(done.deleted), done.batches, done.longest_batch_s, len(done.stories_repaired),

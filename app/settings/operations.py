@@ -68,6 +68,55 @@ class OperationsSettings(BaseSettings):
         "understood and clustered again, and a source claimed this long ago whose refresh job is neither queued nor "
         "running is claimed again (the job was lost with a worker, or with Redis).",
     )  # fmt: skip
+    # --- notifications (app/notifications/: readers' alerts by in-app, webhook and email digest) --------------
+    outbox_max_attempts: int = Field(
+        default=20, ge=1, description="An outbox event that fails this many times while Redis answers (a poisoned "
+        "event) is dead: kept with its error, never relayed again.",
+    )  # fmt: skip
+    notify_batch: int = Field(
+        default=5000, ge=1, le=100_000, description="Readers one fan-out statement turns into notifications and "
+        "deliveries (one transaction each; a story followed by 100,000 readers is 20 batches).",
+    )  # fmt: skip
+    notify_lookback_seconds: float = Field(
+        default=3600, gt=0, description="Outbox events older than this are never fanned out to readers (a first "
+        "start does not alert about last week's news).",
+    )  # fmt: skip
+    notify_retention_days: float = Field(
+        default=30, ge=0, description="In-app notifications, deliveries (with their log) and finished fan-outs are "
+        "deleted this many days after they were written, by the hourly retention pass; dead deliveries stay (0 "
+        "keeps everything).",
+    )  # fmt: skip
+    notify_max_attempts: int = Field(
+        default=8, ge=1, description="A webhook or email delivery that fails this many times is dead: listed for "
+        "administrators (`deadDeliveries`), who can replay it (`deliveriesReplay`).",
+    )  # fmt: skip
+    notify_backoff_base_seconds: float = Field(
+        default=2, gt=0, description="Retries wait a random time up to base * 2^(attempt-1) seconds (full jitter)."
+    )
+    notify_backoff_cap_seconds: float = Field(
+        default=1800, gt=0, description="The longest wait between two attempts of one delivery."
+    )
+    webhook_timeout_seconds: float = Field(default=5, gt=0, description="Connect, write and read timeout of a "
+                                           "webhook POST.")  # fmt: skip
+    webhook_response_max_bytes: int = Field(
+        default=65536, ge=0, description="Of a receiver's response body, at most this much is read (then closed)."
+    )
+    webhook_concurrency: int = Field(default=64, ge=1, description="Webhook POSTs one worker has in flight at once.")
+    webhooks_allow_loopback: bool = Field(
+        default=False, description="Allow webhook endpoints on loopback addresses (tests, local development); other "
+        "non-public addresses are refused always, as for feeds.",
+    )  # fmt: skip
+    smtp_host: str | None = Field(default=None, description="SMTP server for email digests; unset: no email.")
+    smtp_port: int = Field(default=25, ge=1, le=65535, description="Port of the SMTP server.")
+    smtp_tls: Literal["none", "starttls", "tls"] = Field(
+        default="starttls", description="`starttls` (upgrade a plain connection), `tls` (implicit TLS, port 465) or "
+        "`none` (a local relay only).",
+    )  # fmt: skip
+    smtp_username: str | None = Field(default=None, description="SMTP login, when the server asks for one.")
+    smtp_password: str | None = Field(default=None, description="SMTP password.")
+    smtp_from: str = Field(default="newsagg <alerts@localhost>", description="From address of digests.")
+    digest_hour: int = Field(default=8, ge=0, le=23, description="Local hour (the reader's time zone) of the daily "
+                             "digest.")  # fmt: skip
 
     # --- real-time delivery and Redis --------------------------------------------------------------------------------
     broadcast_catch_up_seconds: float = Field(

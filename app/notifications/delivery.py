@@ -1,0 +1,78 @@
+"""The webhook delivery worker: due deliveries claimed with a lease (at least once), POSTed concurrently, each
+outcome recorded with its log line. A failure is retried after an exponential back-off with full jitter; after
+`notify_max_attempts` attempts, or at once when the address is refused (SSRF guard), the delivery is dead, for an
+administrator to list and replay."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.notifications import delivery_repository as deliveries
+from app.notifications.backoff import retry_wait
+from app.notifications.webhooks import Outcome, body_of, post
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+CLAIM = 500  # deliveries one round claims
+
+
+@dataclass
+class DeliveryReport:
+    delivered: int = 0
+    failed: int = 0
+    dead: int = 0
+
+
+async def deliver_webhooks(engine: AsyncEngine, client: httpx.AsyncClient, settings: Settings,
+                           *, rounds: int = 20) -> DeliveryReport:  # fmt: skip
+    """Delivers what is due, round after round until a round comes back short (or `rounds` were run)."""
+    report = DeliveryReport()
+    for _ in range(rounds):
+        if await _round(engine, client, settings, report) < CLAIM:
+            break
+    return report
+
+
+async def _round(engine: AsyncEngine, client: httpx.AsyncClient, settings: Settings, report: DeliveryReport) -> int:
+    lease = settings.webhook_timeout_seconds * 4 + 30
+    async with engine.begin() as connection:
+        claimed = await deliveries.claim(connection, "webhook", limit=CLAIM, lease_seconds=lease)
+        targets = await deliveries.endpoints(connection, list({row.endpoint_id for row in claimed}))
+    gate = asyncio.Semaphore(settings.webhook_concurrency)
+
+    async def attempt(row: Any) -> Outcome:
+        endpoint = targets.get(row.endpoint_id)
+        if endpoint is None or not endpoint.live:
+            return Outcome(False, True, None, "the endpoint was removed or deactivated", 0.0)
+        async with gate:
+            body = body_of(row.payload, row.idempotency_key, row.event_id)
+            return await post(client, endpoint.url, endpoint.secret, row.idempotency_key, body,
+                              settings.webhook_response_max_bytes)  # fmt: skip
+
+    outcomes = await asyncio.gather(*(attempt(row) for row in claimed))
+    recorded: list[tuple[int, str, float, str | None, int | None, float | None]] = []
+    for row, outcome in zip(claimed, outcomes, strict=True):
+        status, wait = _next_state(row.attempts, outcome, settings)
+        setattr(report, status, getattr(report, status) + 1)
+        recorded.append((row.id, status, wait, outcome.error, outcome.status_code, outcome.duration_ms))
+        if status == "dead":
+            log.warning("notifications: webhook delivery %s is dead after %d attempt(s): %s", row.idempotency_key,
+                        row.attempts, outcome.error)  # fmt: skip
+    async with engine.begin() as connection:
+        await deliveries.record(connection, recorded)
+    return len(claimed)
+
+
+def _next_state(attempts: int, outcome: Outcome, settings: Settings) -> tuple[str, float]:
+    """(status, seconds until the next attempt) after attempt number `attempts` ended as `outcome`."""
+    if outcome.delivered:
+        return "delivered", 0.0
+    if outcome.permanent or attempts >= settings.notify_max_attempts:
+        return "dead", 0.0
+    return "failed", retry_wait(attempts, settings.notify_backoff_base_seconds, settings.notify_backoff_cap_seconds)

@@ -1,0 +1,100 @@
+"""Every query of the fan-out's bookkeeping: which outbox events are to be fanned out, taking one, recording its
+progress, failure or end, and what a story's event matches (its outlets and entities)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+
+from app.db.engine import Executor
+
+_ENQUEUE = text("""
+    INSERT INTO notification_fanouts (event_id, topic)
+    SELECT o.id, o.topic FROM outbox o
+    WHERE o.topic = ANY(CAST(:topics AS varchar[])) AND o.dead_at IS NULL
+      AND o.id > (SELECT coalesce(max(event_id), 0) FROM notification_fanouts) - :slack
+      AND o.created_at > now() - :lookback * interval '1 second'
+      AND NOT EXISTS (SELECT FROM notification_fanouts f WHERE f.event_id = o.id)
+    ORDER BY o.id LIMIT :limit
+    ON CONFLICT (event_id) DO NOTHING
+""")
+SLACK = 10_000  # outbox ids below the newest one fanned out still looked at: a transaction that committed late
+
+
+async def enqueue_events(db: Executor, topics: Sequence[str], *, lookback_seconds: float, limit: int = 1000) -> int:
+    """New outbox events of `topics` (written in the last `lookback_seconds`) become fan-outs to do."""
+    result = await db.execute(_ENQUEUE, {"topics": list(topics), "slack": SLACK, "lookback": lookback_seconds,
+                                         "limit": limit})  # fmt: skip
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+_TAKE = text("""
+    SELECT f.event_id, f.topic, f.after_user_id, f.attempts, o.payload, o.created_at
+    FROM notification_fanouts f JOIN outbox o ON o.id = f.event_id
+    WHERE f.status = 'pending' AND f.topic = :topic AND f.next_attempt_at <= now()
+    ORDER BY f.event_id LIMIT 1 FOR UPDATE OF f SKIP LOCKED
+""")
+
+
+async def take_fanout(db: Executor, topics: Sequence[str]) -> Any:
+    """The oldest due fan-out of the first of `topics` that has one, locked for this transaction; None when there is
+    none. Walked by the pending rows' index, topic by topic: a backlog costs nothing per take."""
+    for topic in topics:
+        row = (await db.execute(_TAKE, {"topic": topic})).first()
+        if row is not None:
+            return row
+    return None
+
+
+async def advance(db: Executor, event_id: int, after_user_id: int, *, done: bool) -> None:
+    await db.execute(text("""
+        UPDATE notification_fanouts SET after_user_id = :after, attempts = 0, last_error = NULL,
+               status = CASE WHEN :done THEN 'done' ELSE 'pending' END,
+               done_at = CASE WHEN :done THEN now() END
+        WHERE event_id = :event"""), {"event": event_id, "after": after_user_id, "done": done})  # fmt: skip
+
+
+async def mark_failed(db: Executor, event_id: int, error: str, *, max_attempts: int, wait_seconds: float) -> bool:
+    """A failed batch: retried after `wait_seconds`, dead after `max_attempts`; True when it is dead now."""
+    dead = await db.scalar(text("""
+        UPDATE notification_fanouts SET attempts = attempts + 1, last_error = :error,
+               next_attempt_at = now() + :wait * interval '1 second',
+               status = CASE WHEN attempts + 1 >= :max THEN 'dead' ELSE status END
+        WHERE event_id = :event RETURNING status = 'dead'"""),
+        {"event": event_id, "error": error[:2000], "wait": wait_seconds, "max": max_attempts})  # fmt: skip
+    return bool(dead)
+
+
+async def story_outlets(db: Executor, story_id: int) -> tuple[list[int], list[str]]:
+    """The sources and the entity keys of a story's articles: what alert rules on sources and entities match."""
+    row = (await db.execute(text("""
+        SELECT (SELECT coalesce(array_agg(DISTINCT a.source_id), '{}') FROM articles a WHERE a.cluster_id = :story),
+               (SELECT coalesce(array_agg(DISTINCT e.key), '{}') FROM article_entities e
+                JOIN articles a ON a.id = e.article_id WHERE a.cluster_id = :story)"""),
+        {"story": story_id})).one()  # fmt: skip
+    return list(row[0]), list(row[1])
+
+
+async def prune_hours(db: Executor) -> None:
+    """Hourly counts older than the current hour count nothing any more."""
+    await db.execute(text("DELETE FROM alert_hours WHERE hour < date_trunc('hour', now()) - interval '1 hour'"))
+
+
+_PRUNE = {
+    "notifications": "DELETE FROM notifications WHERE id IN (SELECT id FROM notifications WHERE created_at < :before "
+    "ORDER BY created_at LIMIT :batch)",
+    "deliveries": "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE created_at < :before "
+    "AND status IN ('delivered', 'pending', 'failed') ORDER BY created_at LIMIT :batch)",
+    "fanouts": "DELETE FROM notification_fanouts WHERE event_id IN (SELECT event_id FROM notification_fanouts "
+    "WHERE status = 'done' AND created_at < :before LIMIT :batch)",
+}
+
+
+async def prune(db: Executor, kind: str, *, before: datetime, batch: int) -> int:
+    """One batch of `kind` rows written before `before` (a delivery's log goes with it; dead deliveries stay for
+    administrators to see and replay)."""
+    result = await db.execute(text(_PRUNE[kind]), {"before": before, "batch": batch})
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -1,0 +1,65 @@
+"""Factories for the notification tests: readers with alert rules, webhook endpoints, breaking events in bulk."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from sqlalchemy import text
+
+from app.notifications.models import AlertRules, WebhookEndpoint
+from app.services import Services
+from app.users.models import ApiKey, User
+
+
+async def add_reader(services: Services, email: str, **rules: Any) -> int:
+    """A reader whose alert rules are `rules` (over the defaults: every breaking story, cap 10, no digest)."""
+    async with services.db.begin() as session:
+        user = User(email=email, password_hash="x")
+        session.add(user)
+        await session.flush()
+        session.add(AlertRules(user_id=user.id, **rules))
+        return user.id
+
+
+async def add_readers(services: Services, count: int, **rules: Any) -> None:
+    """`count` readers with the same rules, in one statement each."""
+    async with services.engine.begin() as connection:
+        await connection.execute(text("INSERT INTO users (email, password_hash) "
+                                      "SELECT 'bulk' || g || '@example.com', 'x' FROM generate_series(1, :n) g"),
+                                 {"n": count})  # fmt: skip
+        await connection.execute(text("INSERT INTO alert_rules (user_id) SELECT id FROM users "
+                                      "WHERE email LIKE 'bulk%' ON CONFLICT DO NOTHING"))  # fmt: skip
+        if rules:
+            sets = ", ".join(f"{name} = :{name}" for name in rules)
+            await connection.execute(text(f"UPDATE alert_rules SET {sets}"), rules)
+
+
+async def add_endpoint(services: Services, user_id: int, url: str) -> tuple[int, str]:
+    """A webhook endpoint on a new API key of the reader: its id and signing secret."""
+    secret = "whsec_" + secrets.token_urlsafe(24)
+    async with services.db.begin() as session:
+        key = ApiKey(user_id=user_id, name="app", key_hash=secrets.token_hex(32))
+        session.add(key)
+        await session.flush()
+        endpoint = WebhookEndpoint(api_key_id=key.id, user_id=user_id, url=url, secret=secret)
+        session.add(endpoint)
+        await session.flush()
+        return endpoint.id, secret
+
+
+async def add_breaking_events(services: Services, count: int, topic: str = "world") -> None:
+    """`count` breaking events about stories 1..count, as app/stories/velocity.py writes them, in one statement."""
+    async with services.engine.begin() as connection:
+        await connection.execute(text("""
+            INSERT INTO outbox (topic, dedupe_key, payload)
+            SELECT 'story.breaking', 'story.breaking:' || g, jsonb_build_object(
+                'story_id', g, 'title', 'Story ' || g, 'article_count', 70, 'source_count', 6,
+                'topics', jsonb_build_array(CAST(:topic AS text)), 'languages', jsonb_build_array('en'),
+                'velocity', 2.3, 'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US+00:00'))
+            FROM generate_series(1, :n) g"""), {"n": count, "topic": topic})  # fmt: skip
+
+
+async def count(services: Services, sql: str, **params: Any) -> int:
+    async with services.engine.connect() as connection:
+        return int(await connection.scalar(text(sql), params) or 0)

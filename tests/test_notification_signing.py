@@ -1,0 +1,55 @@
+"""Webhook signatures and retry waits: pure functions, and the standalone verification script agrees with them."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.notifications.backoff import retry_wait
+from app.notifications.signing import sign, verify
+from tests.webhook_receiver import verify_webhook
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "verify_webhook.py"
+
+
+@given(st.text(min_size=1, max_size=64), st.binary(max_size=2048))
+def test_a_signed_body_verifies_and_a_changed_one_does_not(secret: str, body: bytes) -> None:
+    header = sign(secret, body, now=1_800_000_000)
+    assert verify(secret, header, body, now=1_800_000_000)
+    assert verify_webhook.valid(secret, header, body, now=1_800_000_000)  # the standalone script agrees
+    assert not verify(secret, header, body + b" ", now=1_800_000_000)
+    assert not verify(secret + "x", header, body, now=1_800_000_000)
+    assert not verify(secret, header, body, now=1_800_000_000 + 301)  # a replay minutes later
+
+
+def test_malformed_headers_do_not_verify() -> None:
+    for header in ("", "t=", "t=abc,v1=00", "v1=00", "t=1,v1", "," * 1000, "t=" + "9" * 5000):
+        assert not verify("s", header, b"{}")
+
+
+def test_the_script_verifies_a_file_from_the_command_line(tmp_path: Path) -> None:
+    body = tmp_path / "body.json"
+    body.write_bytes(b'{"id":"1/2/webhook/3","title":"Dam bursts"}')
+    header = sign("whsec_test", body.read_bytes())
+    ok = subprocess.run([sys.executable, SCRIPT, "whsec_test", header, body], capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, SCRIPT, "whsec_other", header, body], capture_output=True, text=True)
+    assert (ok.returncode, ok.stdout.strip()) == (0, "valid")
+    assert (bad.returncode, bad.stdout.strip()) == (1, "INVALID")
+
+
+@given(st.integers(min_value=1, max_value=10_000))
+def test_retry_waits_grow_then_stay_under_the_cap(attempt: int) -> None:
+    rng = random.Random(attempt)
+    wait = retry_wait(attempt, 2.0, 1800.0, rng=rng)
+    assert 0 <= wait <= min(1800.0, 2.0 * 2 ** min(attempt - 1, 62))
+
+
+def test_full_jitter_spreads_retries() -> None:
+    rng = random.Random(7)
+    waits = [retry_wait(5, 2.0, 1800.0, rng=rng) for _ in range(1000)]
+    assert max(waits) > 16 > min(waits)  # spread over (0, 32], not all at one instant

@@ -1,0 +1,152 @@
+"""Webhooks to a real loopback receiver: signed, retried with back-off, dead after N attempts and replayed by an
+administrator, refused on private addresses."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import text
+
+from app.notifications import delivery_repository as deliveries
+from app.notifications.delivery import deliver_webhooks
+from app.notifications.fanout import fan_out
+from app.notifications.webhooks import webhook_client
+from app.services import Services
+from app.settings import Settings
+from tests.alerts import add_endpoint, add_reader, count
+from tests.newsroom import add_breaking_event
+from tests.webhook_receiver import Receiver, receiver
+
+
+@pytest.fixture
+def hook_settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"webhooks_allow_loopback": True, "notify_backoff_base_seconds": 0.01,
+                                       "notify_backoff_cap_seconds": 0.05, "notify_max_attempts": 4})  # fmt: skip
+
+
+async def _breaking_to(services: Services, settings: Settings, hook: Receiver, path: str = "/hook") -> int:
+    reader = await add_reader(services, "app@example.com")
+    _, secret = await add_endpoint(services, reader, hook.url + path)
+    hook.secrets[path] = secret
+    await add_breaking_event(services, 21, ["politics"], ["en"])
+    assert (await fan_out(services.engine, settings)).webhooks == 1
+    return reader
+
+
+async def _deliver_until_settled(services: Services, settings: Settings, rounds: int = 200) -> None:
+    """Runs the delivery worker until no webhook delivery is waiting for a retry."""
+    async with webhook_client(settings) as client:
+        for _ in range(rounds):
+            await deliver_webhooks(services.engine, client, settings)
+            if not await count(services, "SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')"):
+                return
+    raise AssertionError("deliveries never settled")
+
+
+@pytest.fixture
+async def hook() -> AsyncIterator[Receiver]:
+    async with receiver() as running:
+        yield running
+
+
+async def test_a_breaking_story_is_posted_signed_once(services: Services, hook_settings: Settings,
+                                                      hook: Receiver) -> None:  # fmt: skip
+    await _breaking_to(services, hook_settings, hook)
+    await _deliver_until_settled(services, hook_settings)
+    assert hook.invalid == 0
+    assert [(b["type"], b["title"], b["priority"]) for b in hook.received] == [("story.breaking", "Story 21", "urgent")]
+    assert await count(services, "SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 1
+    await _deliver_until_settled(services, hook_settings)  # delivered is delivered: nothing is sent again
+    assert hook.calls == 1
+
+
+async def test_a_failing_receiver_gets_retries_until_it_answers(services: Services, hook_settings: Settings) -> None:
+    async with receiver(failures=2) as failing:
+        await _breaking_to(services, hook_settings, failing)
+        await _deliver_until_settled(services, hook_settings)
+    assert failing.calls == 3
+    assert len(failing.received) == 1
+    async with services.engine.connect() as connection:
+        rows = await deliveries.log_of(connection, [1])
+    assert [(r.attempt, r.outcome, r.status_code) for r in rows] == [(1, "failed", 500), (2, "failed", 500),
+                                                                     (3, "delivered", 200)]  # fmt: skip
+
+
+async def test_a_receiver_failing_forever_makes_a_dead_delivery_an_administrator_replays(
+    services: Services, hook_settings: Settings
+) -> None:
+    async with receiver(failures=-1) as broken:
+        await _breaking_to(services, hook_settings, broken)
+        await _deliver_until_settled(services, hook_settings)
+        assert broken.calls == hook_settings.notify_max_attempts
+        async with services.engine.connect() as connection:
+            dead = await deliveries.dead(connection, after=None, limit=10)
+        assert [(d.status, d.attempts, d.last_error) for d in dead] == [("dead", 4, "HTTP 500")]
+        broken.failures = 0  # the receiver is mended
+        async with services.engine.begin() as connection:
+            assert await deliveries.replay(connection, [dead[0].id, 999]) == [dead[0].id]
+        await _deliver_until_settled(services, hook_settings)
+    assert len(broken.received) == 1
+    assert await count(services, "SELECT count(*) FROM delivery_log WHERE outcome = 'replayed'") == 1
+
+
+@pytest.mark.parametrize("url", ["http://10.0.0.7/hook", "http://169.254.169.254/latest/meta-data",
+                                 "http://[::ffff:192.168.1.1]/hook"])  # fmt: skip
+async def test_a_private_address_is_refused_and_dead_at_once(services: Services, hook_settings: Settings,
+                                                             url: str) -> None:  # fmt: skip
+    reader = await add_reader(services, "ssrf@example.com")
+    await add_endpoint(services, reader, url)
+    await add_breaking_event(services, 22)
+    await fan_out(services.engine, hook_settings)
+    await _deliver_until_settled(services, hook_settings)
+    async with services.engine.connect() as connection:
+        error = await connection.scalar(
+            text("SELECT last_error FROM deliveries WHERE status = 'dead' AND attempts = 1")
+        )
+    assert error is not None
+    assert error.startswith("refused:")
+
+
+async def test_the_worker_jobs_carry_a_breaking_story_to_the_receiver(services: Services, hook_settings: Settings,
+                                                                      hook: Receiver) -> None:  # fmt: skip
+    from jobs.notifications import deliver_webhooks_job, fan_out_job
+
+    reader = await add_reader(services, "jobs@example.com")
+    _, hook.secrets["/hook"] = await add_endpoint(services, reader, hook.url + "/hook")
+    await add_breaking_event(services, 23)
+    worker = Services.open(hook_settings)
+    async with webhook_client(hook_settings) as client:
+        ctx = {"services": worker, "webhooks": client}
+        try:
+            assert await fan_out_job(ctx) == 1
+            assert await deliver_webhooks_job(ctx) == 1
+        finally:
+            await worker.close()
+    assert [b["story_id"] for b in hook.received] == [23]
+
+
+async def test_a_receiver_that_never_answers_times_out_and_is_retried(services: Services,
+                                                                      hook_settings: Settings) -> None:  # fmt: skip
+    import asyncio
+
+    held: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # reads nothing, answers nothing, keeps the connection open
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    settings = hook_settings.model_copy(update={"webhook_timeout_seconds": 0.3})
+    reader = await add_reader(services, "silent@example.com")
+    await add_endpoint(services, reader, f"http://127.0.0.1:{port}/hook")
+    await add_breaking_event(services, 24)
+    await fan_out(services.engine, settings)
+    async with server, webhook_client(settings) as client:
+        report = await deliver_webhooks(services.engine, client, settings)
+        for writer in held:
+            writer.close()
+    assert (report.delivered, report.failed) == (0, 1)
+    async with services.engine.connect() as connection:
+        error = await connection.scalar(text("SELECT last_error FROM deliveries WHERE status = 'failed'"))
+    assert error.startswith("ReadTimeout")
