@@ -28,6 +28,18 @@ PUBLIC_QUERIES = {"node", "sources", "sourcesOpml", "source", "articles", "artic
 # rateLimit: only ever the caller's own budget
 PUBLIC_MUTATIONS = {"signUp", "logIn", "logOut"}  # logOut ends only the caller's own session(s)
 ADMIN_MUTATIONS = {"sourceCreate", "sourcesImport", "sourceRefresh", "sourceUpdate", "sourceDelete"}
+ADMIN_FIELDS = {  # administrators only: anyone else is refused
+    "deadDeliveries": "{ deadDeliveries { id } }",
+    "deliveriesReplay": 'mutation { deliveriesReplay(ids: ["1"]) { replayed } }',
+}
+# a reader's own: nobody is refused, and what one reader has or sets never shows up for another
+USER_QUERIES = {
+    "notifications": "{ notifications { edges { node { id } } } }",
+    "unreadNotifications": "{ unreadNotifications }",
+    "alertRules": "{ alertRules { capPerHour topics } }",
+    "webhookEndpoints": "{ webhookEndpoints { url } }",
+    "shareLink": "query($c: String!) { shareLink(code: $c) { code } }",
+}
 USER_MUTATIONS = {
     "apiKeyCreate": ('mutation { apiKeyCreate(name: "x") { errors { code } } }', {}),
     "apiKeyRevoke": ('mutation { apiKeyRevoke(id: "1") { errors { code } } }', {}),
@@ -42,6 +54,20 @@ USER_MUTATIONS = {
         {"a": "article"},
     ),
     "preferredLanguagesSet": ('mutation { preferredLanguagesSet(languages: ["en"]) { errors { code } } }', {}),
+    "homeRegionSet": ('mutation { homeRegionSet(region: "DE") { errors { code } } }', {}),
+    "shareLinkCreate": (
+        "mutation($a: ID!) { shareLinkCreate(input: {articleId: $a}) { shareLink { code } errors { code } } }",
+        {"a": "article"},
+    ),
+    "alertRulesSet": ("mutation { alertRulesSet(input: {capPerHour: 3, topics: [SPORTS]}) { errors { code } } }", {}),
+    "storyFollow": ("mutation($s: ID!) { storyFollow(id: $s) { errors { code } } }", {"s": "story"}),
+    "storyUnfollow": ("mutation($s: ID!) { storyUnfollow(id: $s) { errors { code } } }", {"s": "story"}),
+    "notificationsMarkRead": ("mutation { notificationsMarkRead { marked } }", {}),
+    "webhookEndpointSet": (
+        'mutation($k: ID!) { webhookEndpointSet(apiKeyId: $k, url: "https://hooks.example.org/in") '
+        "{ errors { code } } }",
+        {"k": "key"},
+    ),
 }
 VIEWER = """{ viewer { email preferredLanguages apiKeys { name } interests { topic weight } followedTopics
                        followedSources { name } mutedSources { name } } }"""
@@ -53,16 +79,21 @@ def test_every_root_field_is_classified(settings: Settings) -> None:
     mutations = {f.name for f in schema.get_type_by_name("Mutation").fields}  # type: ignore[union-attr]
     queries = {schema.config.name_converter.apply_naming_config(q) for q in queries}
     mutations = {schema.config.name_converter.apply_naming_config(m) for m in mutations}
-    assert queries == PUBLIC_QUERIES
-    assert mutations == PUBLIC_MUTATIONS | ADMIN_MUTATIONS | set(USER_MUTATIONS)
+    assert queries == PUBLIC_QUERIES | set(USER_QUERIES) | (set(ADMIN_FIELDS) & queries)
+    assert mutations == PUBLIC_MUTATIONS | ADMIN_MUTATIONS | set(USER_MUTATIONS) | (set(ADMIN_FIELDS) & mutations)
 
 
 async def test_nobody_may_use_a_user_scoped_field(gql: GraphQLClient, services: Services,
                                                   settings: Settings) -> None:  # fmt: skip
     ids = await _world(services, settings)
+    ids["key"] = global_id("ApiKey", 1)
     for name, (query, variables) in USER_MUTATIONS.items():
         answer = await gql.post(query, {k: ids[v] for k, v in variables.items()})
         assert answer["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED", name
+    for name, query in (USER_QUERIES | ADMIN_FIELDS).items():
+        answer = await gql.post(query, {"c": "AAAAAAAAAAAAAAAA"} if "$c" in query else None)
+        refused = answer.get("errors") and answer["errors"][0]["extensions"]["code"] in ("UNAUTHENTICATED", "FORBIDDEN")
+        assert refused or answer["data"][name] is None, (name, answer)
     assert (await gql.post(VIEWER))["data"]["viewer"] is None
     forged = gql.as_("nas_" + "0" * 43)  # a well-formed token that was never issued
     assert (await forged.post(VIEWER))["data"]["viewer"] is None
@@ -75,9 +106,25 @@ async def test_a_reader_sees_and_changes_only_their_own(gql: GraphQLClient, serv
     alice = gql.as_(await sign_up(gql, "alice@example.com"))
     bob = gql.as_(await sign_up(gql, "bob@example.com"))
     before_bob = (await bob.post(VIEWER))["data"]["viewer"]
+    bob_before = {name: (await bob.post(query, {"c": "AAAAAAAAAAAAAAAA"} if "$c" in query else None))["data"]
+                  for name, query in USER_QUERIES.items()}  # fmt: skip
+    own = (await alice.post('mutation { apiKeyCreate(name: "alice hooks") { apiKey { id } } }'))["data"]
+    ids["key"] = own["apiKeyCreate"]["apiKey"]["id"]
+    shared = ""
     for name, (query, variables) in USER_MUTATIONS.items():
         answer = await alice.post(query, {k: ids[v] for k, v in variables.items()})
         assert "errors" not in answer, (name, answer)
+        if name == "shareLinkCreate":
+            shared = answer["data"][name]["shareLink"]["code"]
+    for name, query in ADMIN_FIELDS.items():  # a reader is not an administrator
+        assert (await alice.post(query))["errors"][0]["extensions"]["code"] == "FORBIDDEN", name
+    assert (await alice.post(USER_QUERIES["shareLink"], {"c": shared}))["data"]["shareLink"] == {"code": shared}
+    assert (await bob.post(USER_QUERIES["shareLink"], {"c": shared}))["data"]["shareLink"] is None  # not his
+    hijack = await bob.post(USER_MUTATIONS["webhookEndpointSet"][0], {"k": ids["key"]})  # Alice's key
+    assert hijack["data"]["webhookEndpointSet"]["errors"][0]["code"] == "NOT_FOUND"
+    bob_after = {name: (await bob.post(query, {"c": shared} if "$c" in query else None))["data"]
+                 for name, query in USER_QUERIES.items()}  # fmt: skip
+    assert bob_after == bob_before  # none of Alice's alerts, rules, endpoints or links show up for Bob
     key = (await alice.post('mutation { apiKeyCreate(name: "alice app") { apiKey { id } } }'))["data"]
     key_id = key["apiKeyCreate"]["apiKey"]["id"]
     stolen = await bob.post("mutation($id: ID!) { apiKeyRevoke(id: $id) { errors { code } } }", {"id": key_id})
@@ -85,7 +132,7 @@ async def test_a_reader_sees_and_changes_only_their_own(gql: GraphQLClient, serv
 
     mine = (await alice.post(VIEWER))["data"]["viewer"]
     assert mine["email"] == "alice@example.com"
-    assert [k["name"] for k in mine["apiKeys"]] == ["alice app", "x"]
+    assert [k["name"] for k in mine["apiKeys"]] == ["alice app", "x", "alice hooks"]
     assert mine["interests"]
     after_bob = (await bob.post(VIEWER))["data"]["viewer"]
     assert after_bob == before_bob  # nothing Alice did shows up in Bob's account
@@ -102,8 +149,9 @@ async def test_a_reader_sees_and_changes_only_their_own(gql: GraphQLClient, serv
 
 async def _world(services: Services, settings: Settings) -> dict[str, Any]:
     outlet = await add_source(services, settings, "outlet")
-    _, articles = await add_story(services, StorySpec("Only story", [outlet], topics=["sports"]))
-    return {"source": global_id("Source", outlet), "article": global_id("Article", articles[0])}
+    story, articles = await add_story(services, StorySpec("Only story", [outlet], topics=["sports"]))
+    return {"source": global_id("Source", outlet), "article": global_id("Article", articles[0]),
+            "story": global_id("Story", story)}  # fmt: skip
 
 
 async def test_checked_credentials_are_reused_briefly_and_forgotten_on_sign_out(
