@@ -169,16 +169,37 @@ class StoryClusterer:
         bars, roles = signature_bars(state, counts, self.policy), role_terms(counts)
         weight, plain = self.policy.signature_weight, not bars[0] and not roles  # no evidence can count
         born = article.at - self.policy.lifetime
-        for story in state.candidates(lookup, article.at - self.policy.window, sharing=sharing):
+
+        def score(story: Story) -> float | None:  # for a tie: the loop below computes the same inline
             if not story.norm or story.first_seen < born:
-                continue
+                return None
             # the dot product over the article's terms, in C (map) rather than a generator: the same sum
             centroid = story.centroid
-            score = sum(map(operator.mul, query, map(centroid.get, words, _ZEROS))) / (length * story.norm)
+            value: float = sum(map(operator.mul, query, map(centroid.get, words, _ZEROS))) / (length * story.norm)
             if not plain:
-                score += weight * signs(story, bars) - clash(roles, centroid)
-            if score >= best_score:
-                best, best_score = story, score
+                value += weight * signs(story, bars) - clash(roles, centroid)
+            return value
+
+        # the best story at or above the threshold; the candidates come in no particular order, so a tie for the
+        # best (rare) is settled as the ordered lookup settles it: the last of them in `candidates` order
+        since, threshold = article.at - self.policy.window, best_score
+        tied = False
+        for story in state.found(lookup, since, sharing=sharing):
+            if not story.norm or story.first_seen < born:
+                continue
+            centroid = story.centroid  # as `score`, inline: no call per candidate
+            value = sum(map(operator.mul, query, map(centroid.get, words, _ZEROS))) / (length * story.norm)
+            if not plain:
+                value += weight * signs(story, bars) - clash(roles, centroid)
+            if value > best_score or (best is None and value == best_score):
+                best, best_score, tied = story, value, False
+            elif value == best_score:
+                tied = True
+        if tied:
+            best, best_score = None, threshold
+            for story in state.candidates(lookup, since, sharing=sharing):
+                if (value := score(story)) is not None and value >= best_score:
+                    best, best_score = story, value
         if best is None:
             return state.create(article, counts, idf).id
         state.join(best, article, counts, idf)
