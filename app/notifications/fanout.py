@@ -142,6 +142,8 @@ async def _alert(connection: AsyncConnection, topic: str, payload: dict[str, Any
     body = {"type": topic, "kind": "story_update", "priority": "normal", "story_id": story_id, "at": at.isoformat(),
             "title": title, "source_count": payload.get("source_count"),
             "article_count": payload.get("article_count")}  # fmt: skip
+    if payload.get("merged_from"):  # stories merged into this one: their followers follow it now
+        body["merged_from"] = [int(i) for i in payload["merged_from"]]
     return Alert("story_update", "normal", story_id, title, at, [], [], body)
 
 
