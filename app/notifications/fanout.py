@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.notifications import repository as fanouts
 from app.notifications.backoff import retry_wait
 from app.notifications.fanout_sql import BREAKING_FAN_OUT, FOLLOWER_FAN_OUT
+from app.observability.alerts import count_notified
 from app.realtime.broadcast import publish
 from app.settings import Settings
 from app.stories.updates import STORY_UPDATED_TOPIC
@@ -73,6 +74,7 @@ async def fan_out(engine: AsyncEngine, settings: Settings, redis: Redis | None =
                 break
             notified = await _one_batch(connection, row, settings, report)
         report.batches += 1
+        count_notified("breaking" if row.topic == BREAKING_TOPIC else "story_update", len(notified))
         if notified and redis is not None:
             await _announce(redis, row.event_id, notified)
     return report
