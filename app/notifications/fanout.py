@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.notifications import repository as fanouts
 from app.notifications.backoff import retry_wait
 from app.notifications.fanout_sql import BREAKING_FAN_OUT, FOLLOWER_FAN_OUT
+from app.notifications.live import NOTIFICATION_ADDED
 from app.observability.alerts import count_notified
 from app.realtime.broadcast import publish
 from app.settings import Settings
@@ -34,7 +35,6 @@ from app.stories.velocity import BREAKING_TOPIC
 log = logging.getLogger(__name__)
 
 TOPICS = (BREAKING_TOPIC, STORY_UPDATED_TOPIC)
-NOTIFICATION_ADDED = "notification.added"  # Redis pub/sub topic: {"event_id", "user_ids"}
 BATCHES_PER_RUN = 200  # one run stops after this many batches (the next run goes on)
 
 
