@@ -19,6 +19,7 @@ from app.notifications.fanout import fan_out
 from app.notifications.live import NOTIFICATION_ADDED
 from app.services import Services
 from app.settings import Settings
+from tests.alerts import add_breaking_events
 from tests.conftest import GraphQLClient, document, next_message, serve_api, subscribe_message, until_listening
 from tests.newsroom import add_breaking_event, sign_up
 from tests.test_redis_outage import own_redis, services_on
@@ -109,3 +110,27 @@ async def test_resuming_after_someone_elses_notification_or_a_story_is_refused(
                                           {"ids": [_row(first["id"]), _row(second["id"])]})  # fmt: skip
         assert set(owners) == {await connection.scalar(text("SELECT id FROM users WHERE email = 'bob@example.com'"))}
     await bobs.close()
+
+
+async def test_a_flood_written_during_an_outage_arrives_whole_in_order(
+    services: Services, settings: Settings, tmp_path: Path
+) -> None:
+    flood = 450  # more than two pages of the table
+    with own_redis(tmp_path / "redis") as server:
+        async with services_on(settings, server) as own, serve_api(own.settings, own) as api_url:
+            async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
+                token = await sign_up(GraphQLClient(http))
+                rules = {"capPerHour": 1000}
+                assert (await GraphQLClient(http).as_(token).run("AlertRulesSet", input=rules))["alertRulesSet"]
+            live = await _subscribe(api_url, token)
+            await until_listening(own, NOTIFICATION_ADDED)
+            server.stop()
+            await add_breaking_events(own, flood)
+            while (await fan_out(own.engine, own.settings, own.redis)).batches:
+                pass
+            server.start()
+            titles = [(await _next(live))["title"] for _ in range(flood)]
+            assert titles == [f"Story {n}" for n in range(1, flood + 1)]
+            await _break(own, 10_000)  # the next is the live one: nothing of the flood came twice
+            assert (await _next(live))["title"] == "Story 10000"
+            await live.close()

@@ -47,11 +47,11 @@ async def resume_point(session: AsyncSession, user_id: int, after: int | None, *
 
 async def newer(session: AsyncSession, user_id: int, *, after: int, since: datetime, limit: int = 500,
                 ) -> list[Notification]:  # fmt: skip
-    """The reader's notifications after `after`, and those written since `since` (a batch that committed after a
-    later one), in id order."""
-    query = (select(Notification).where(Notification.user_id == user_id,
-                                        (Notification.id > after) | (Notification.created_at > since))
-             .order_by(Notification.id).limit(limit))  # fmt: skip
+    """The reader's notifications after `after` in id order, then those written since `since` that are not (a batch
+    that committed after a later one)."""
+    newer = Notification.id > after
+    query = (select(Notification).where(Notification.user_id == user_id, newer | (Notification.created_at > since))
+             .order_by(newer.desc(), Notification.id).limit(limit))  # fmt: skip
     return list(await session.scalars(query))
 
 

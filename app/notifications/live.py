@@ -21,6 +21,7 @@ from app.realtime.catchup import Recent
 NOTIFICATION_ADDED = "notification.added"  # Redis pub/sub topic: {"event_id", "user_ids"}
 POLL_SECONDS = 2.0  # how often the table is read while Redis is away
 LATE = timedelta(seconds=30)  # a batch committed this long after its rows got their ids is still found
+PAGE = 200  # notifications read at once
 CATCH_UP_MAX = 500  # notifications a resumed subscription first delivers at most (the newest; older: `notifications`)
 
 
@@ -35,13 +36,15 @@ async def new_notifications(db: async_sessionmaker[AsyncSession], broadcaster: B
         while True:
             if due:
                 read_at = datetime.now(UTC)
+            while due:  # page after page while pages come full of news
                 async with db() as session:
-                    rows = await inbox.newer(session, user_id, after=cursor, since=since - LATE)
-                for row in rows:
-                    if row.id > start and row.id not in seen:
-                        seen.add(row.id)
-                        cursor = max(cursor, row.id)
-                        yield row
+                    rows = await inbox.newer(session, user_id, after=cursor, since=since - LATE, limit=PAGE)
+                fresh = [row for row in rows if row.id > start and row.id not in seen]
+                for row in fresh:
+                    seen.add(row.id)
+                    cursor = max(cursor, row.id)
+                    yield row
+                due = len(rows) == PAGE and bool(fresh)
                 since = read_at
             due = await _woken(queue, broadcaster, user_id, reconnects)
             reconnects = broadcaster.reconnects
