@@ -28,7 +28,7 @@ from app.notifications.fanout import fan_out
 from app.notifications.webhooks import webhook_client
 from app.settings import Settings
 from bench.ingest import scratch_database
-from tests.webhook_receiver import receiver
+from bench.webhook_receiver import receiver
 
 SECRET = "whsec_" + secrets.token_urlsafe(24)
 

@@ -92,13 +92,14 @@ async def search_newsroom(services: Services, settings: Settings) -> list[int]:
 
 
 async def two_stories_of_one_event(services: Services, ids: list[int], titles: list[str]) -> list[int]:
-    """Two stories of one event, as early articles can make (the merge pass is what joins them): their ids."""
+    """Stories of one event (one per article), as early articles can make (the merge pass is what joins them): their
+    ids."""
     now = datetime.now(UTC)
     weights: dict[str, float] = {"plosser": 2, "taper": 1, "weather": 1, "fed": 1}
     async with services.engine.begin() as connection:
         cache = ClusteringCache()
         state = await cache.catch_up(connection, since=now - timedelta(hours=1))
-        await cache.reserve_ids(connection, 2)
+        await cache.reserve_ids(connection, len(ids))
         made = [state.create(IncomingArticle(i, t, "", str(k), now), weights).id
                 for k, (i, t) in enumerate(zip(ids, titles, strict=True))]  # fmt: skip
         await cache.save(connection, datetime.now(UTC))

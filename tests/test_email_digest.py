@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
+from prometheus_client import REGISTRY
 from sqlalchemy import text
 
 from app.notifications.digest import send_digests
@@ -18,6 +19,12 @@ from app.services import Services
 from app.settings import Settings
 from tests.alerts import add_reader, count
 from tests.newsroom import add_breaking_event
+
+EMAIL_DELIVERED = ("newsagg_alert_deliveries_total", {"channel": "email", "outcome": "delivered"})
+
+
+def _metric(name: str, labels: dict[str, str] | None = None) -> float:
+    return REGISTRY.get_sample_value(name, labels or {}) or 0.0
 
 
 class Mailbox:
@@ -54,7 +61,9 @@ async def test_an_hourly_digest_lists_the_hours_stories_in_one_email(services: S
     assert await send_digests(services.engine, mail) == 0  # nothing is due yet
     async with services.engine.begin() as connection:  # the hour passes
         await connection.execute(text("UPDATE deliveries SET next_attempt_at = now() WHERE channel = 'email'"))
+    sent, delivered = _metric("newsagg_alert_digest_emails_sent_total"), _metric(*EMAIL_DELIVERED)
     assert await send_digests(services.engine, mail) == 1
+    assert (_metric("newsagg_alert_digest_emails_sent_total") - sent, _metric(*EMAIL_DELIVERED) - delivered) == (1, 3)
     [(recipients, message)] = mailbox.messages
     assert recipients == ["digest@example.com"]
     assert message["Subject"] == "newsagg: 3 stories for you"
@@ -72,7 +81,9 @@ async def test_an_smtp_server_that_is_down_leaves_the_digest_for_a_retry(service
     await fan_out(services.engine, mail)
     async with services.engine.begin() as connection:
         await connection.execute(text("UPDATE deliveries SET next_attempt_at = now()"))
+    failed = _metric("newsagg_alert_deliveries_total", {"channel": "email", "outcome": "failed"})
     assert await send_digests(services.engine, mail) == 0
+    assert _metric("newsagg_alert_deliveries_total", {"channel": "email", "outcome": "failed"}) - failed == 1
     async with services.engine.connect() as connection:
         row = (await connection.execute(text("SELECT status, attempts, last_error FROM deliveries"))).one()
     assert (row.status, row.attempts) == ("failed", 1)

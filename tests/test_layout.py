@@ -75,3 +75,9 @@ def test_readme_settings_table_is_current() -> None:
     begin = readme.index("-->", readme.index("<!-- settings:begin")) + 4
     end = readme.index("<!-- settings:end -->")
     assert readme[begin:end].strip() == settings_reference(), "README settings are stale: paste `newsagg settings`"
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "bench").rglob("*.py")), ids=lambda p: str(p.relative_to(REPO)))
+def test_benchmarks_stand_without_the_tests(path: Path) -> None:
+    """A benchmark runs from an installed tree: what it shares with the tests lives in bench/ or app/, not tests/."""
+    assert not {name for name in _imports(path) if name.split(".")[0] == "tests"}

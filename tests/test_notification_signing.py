@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from app.notifications.backoff import retry_wait
 from app.notifications.signing import sign, verify
-from tests.webhook_receiver import verify_webhook
+from bench.webhook_receiver import verify_webhook
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "verify_webhook.py"
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import websockets
 
-from app.notifications.fanout import NOTIFICATION_ADDED, fan_out
+from app.notifications.fanout import fan_out
+from app.notifications.live import NOTIFICATION_ADDED
 from app.services import Services
 from app.settings import Settings
 from tests.conftest import GraphQLClient, document, subscribe_message, until_listening

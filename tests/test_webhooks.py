@@ -14,9 +14,9 @@ from app.notifications.fanout import fan_out
 from app.notifications.webhooks import webhook_client
 from app.services import Services
 from app.settings import Settings
+from bench.webhook_receiver import Receiver, receiver
 from tests.alerts import add_endpoint, add_reader, count
 from tests.newsroom import add_breaking_event
-from tests.webhook_receiver import Receiver, receiver
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from strawberry import relay
 from app.api.auth import require_viewer
 from app.api.context import Info
 from app.api.errors import BadRequest
-from app.api.relay import after_id_key, build_connection, page_size
+from app.api.relay import after_id_key, build_connection, id_of, page_size
 from app.api.types.notification import (
     AlertPriority,
     AlertRulesInfo,
@@ -21,8 +21,7 @@ from app.api.types.notification import (
     WebhookEndpointInfo,
 )
 from app.notifications import delivery_repository as deliveries
-from app.notifications import inbox
-from app.notifications.fanout import NOTIFICATION_ADDED
+from app.notifications import inbox, live
 from app.notifications.rules import rules_of
 
 NOTIFICATION_CURSOR = "notification"
@@ -84,15 +83,10 @@ async def dead_deliveries(info: Info, first: int | None = None,
                          log=by_delivery.get(d.id, [])) for d in rows]  # fmt: skip
 
 
-async def new_notifications(info: Info) -> AsyncGenerator[NotificationNode, None]:
-    """The signed-in reader's new in-app notifications, as the fan-out commits them."""
+async def new_notifications(info: Info, after: relay.GlobalID | None) -> AsyncGenerator[NotificationNode, None]:
+    """The signed-in reader's new in-app notifications, each once (app/notifications/live.py)."""
     user = await require_viewer(info)
+    resumed = id_of(after, "Notification", "after") if after is not None else None
     services = info.context.services
-    async for event in services.broadcaster.subscribe(NOTIFICATION_ADDED):
-        user_ids = event.get("user_ids") if isinstance(event, dict) else None
-        if not isinstance(user_ids, list) or user.id not in user_ids:
-            continue
-        async with services.db() as session:
-            row = await inbox.for_event(session, user.id, int(event["event_id"]))
-        if row is not None:
-            yield NotificationNode.from_model(row)
+    async for row in live.new_notifications(services.db, services.broadcaster, user.id, after=resumed):
+        yield NotificationNode.from_model(row)

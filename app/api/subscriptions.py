@@ -68,10 +68,14 @@ class Subscription:
                 _resolving(info, event)
                 yield found
 
-    @strawberry.subscription(description="Your new in-app notifications as they are written (sign in over "
-                                         "connection_init).")  # fmt: skip
-    async def notification_added(self, info: Info) -> AsyncGenerator[NotificationNode, None]:
-        async for found in new_notifications(info):
+    @strawberry.subscription(description="Your new in-app notifications as they are written, each once, none lost "
+                                         "while Redis is away (sign in over connection_init). `after`: the last "
+                                         "notification you received, to resume after a reconnect: those written "
+                                         "since come first (the newest 500 at most).")  # fmt: skip
+    async def notification_added(
+        self, info: Info, after: relay.GlobalID | None = None
+    ) -> AsyncGenerator[NotificationNode, None]:
+        async for found in new_notifications(info, after):
             _resolving(info, None)
             yield found
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 
 def prune(settings: Settings, dry_run: bool) -> int:
+    from app.notifications.repository import PRUNED
     from app.retention.policy import KINDS
     from app.retention.service import count_due, prune
 
@@ -24,7 +25,7 @@ def prune(settings: Settings, dry_run: bool) -> int:
                 print(f"{kind:<12} {'kept forever' if count is None else f'{count:,} due'}")
             return 0
         done = await prune(engine, settings, now)
-        for kind in KINDS:
+        for kind in (*KINDS, *PRUNED):
             print(f"{kind:<12} {done.deleted[kind]:,} deleted")
         print(f"{done.batches} batches, the longest {done.longest_batch_s:.2f} s; "
               f"{len(done.stories_repaired)} stories repaired, {done.stories_emptied} emptied")  # fmt: skip

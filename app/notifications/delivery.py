@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.notifications import delivery_repository as deliveries
 from app.notifications.backoff import retry_wait
 from app.notifications.webhooks import Outcome, body_of, post
+from app.observability.alerts import count_deliveries
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ async def _round(engine: AsyncEngine, client: httpx.AsyncClient, settings: Setti
                         row.attempts, outcome.error)  # fmt: skip
     async with engine.begin() as connection:
         await deliveries.record(connection, recorded)
+    count_deliveries("webhook", (status for _, status, *_ in recorded))
     return len(claimed)
 
 

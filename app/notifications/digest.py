@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.notifications import delivery_repository as deliveries
 from app.notifications.backoff import retry_wait
+from app.observability.alerts import count_deliveries, count_digest_emails
 from app.settings import Settings
 
 CLAIM = 2000  # digest entries one run claims
@@ -76,6 +77,8 @@ async def send_digests(engine: AsyncEngine, settings: Settings) -> int:
             recorded.append((row.id, status, wait, error, None, duration))
     async with engine.begin() as connection:
         await deliveries.record(connection, recorded)
+    count_deliveries("email", (status for _, status, *_ in recorded))
+    count_digest_emails(sent)
     return sent
 
 

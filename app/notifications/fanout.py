@@ -25,6 +25,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.notifications import repository as fanouts
 from app.notifications.backoff import retry_wait
 from app.notifications.fanout_sql import BREAKING_FAN_OUT, FOLLOWER_FAN_OUT
+from app.notifications.live import NOTIFICATION_ADDED
+from app.observability.alerts import count_notified
 from app.realtime.broadcast import publish
 from app.settings import Settings
 from app.stories.updates import STORY_UPDATED_TOPIC
@@ -33,7 +35,6 @@ from app.stories.velocity import BREAKING_TOPIC
 log = logging.getLogger(__name__)
 
 TOPICS = (BREAKING_TOPIC, STORY_UPDATED_TOPIC)
-NOTIFICATION_ADDED = "notification.added"  # Redis pub/sub topic: {"event_id", "user_ids"}
 BATCHES_PER_RUN = 200  # one run stops after this many batches (the next run goes on)
 
 
@@ -73,6 +74,7 @@ async def fan_out(engine: AsyncEngine, settings: Settings, redis: Redis | None =
                 break
             notified = await _one_batch(connection, row, settings, report)
         report.batches += 1
+        count_notified("breaking" if row.topic == BREAKING_TOPIC else "story_update", len(notified))
         if notified and redis is not None:
             await _announce(redis, row.event_id, notified)
     return report
@@ -142,6 +144,8 @@ async def _alert(connection: AsyncConnection, topic: str, payload: dict[str, Any
     body = {"type": topic, "kind": "story_update", "priority": "normal", "story_id": story_id, "at": at.isoformat(),
             "title": title, "source_count": payload.get("source_count"),
             "article_count": payload.get("article_count")}  # fmt: skip
+    if payload.get("merged_from"):  # stories merged into this one: their followers follow it now
+        body["merged_from"] = [int(i) for i in payload["merged_from"]]
     return Alert("story_update", "normal", story_id, title, at, [], [], body)
 
 

@@ -6,20 +6,26 @@ nothing). Readers are walked in user id order; the statement returns where the b
   a reader already notified of this event is not counted again;
 - quiet hours, in the reader's IANA time zone, defer webhooks to the end of the quiet period (in-app notifications
   are written at once: the reader sees them when they open the app);
+- a rule with a region takes only the stories local to it (app/places' notion: a place named, an outlet there);
 - the digest takes every matching event, capped or not, due at the next hour (hourly) or the next `digest_hour`
   local time (daily).
 """
 
 from __future__ import annotations
 
+from app.places.repository import countries_of_story
+
 # Columns every reader batch provides: user_id, cap_per_hour, time_zone, quiet_start, quiet_end, digest.
-BREAKING_READERS = """
+# A rule's region (a country) matches a story local to it in the sense of app/places (a place named or an outlet
+# there), read once per batch as an uncorrelated subquery.
+BREAKING_READERS = f"""
     SELECT r.user_id, r.cap_per_hour, r.time_zone, r.quiet_start, r.quiet_end, r.digest FROM alert_rules r
     WHERE r.user_id > :after AND r.breaking
       AND (cardinality(r.languages) = 0 OR r.languages && CAST(:languages AS varchar[]))
       AND ((cardinality(r.topics) = 0 AND cardinality(r.source_ids) = 0 AND cardinality(r.entities) = 0)
            OR r.topics && CAST(:topics AS varchar[]) OR r.source_ids && CAST(:sources AS bigint[])
            OR r.entities && CAST(:entities AS varchar[]))
+      AND (r.region IS NULL OR r.region IN ({countries_of_story("CAST(:story AS bigint)")}))
     ORDER BY r.user_id LIMIT :batch
 """
 

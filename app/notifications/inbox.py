@@ -35,6 +35,26 @@ async def owned(session: AsyncSession, user_id: int, ids: list[int]) -> dict[int
     return {row.id: row for row in rows}
 
 
+async def resume_point(session: AsyncSession, user_id: int, after: int | None, *, keep: int) -> int:
+    """Where a live subscription starts: after `after` (of at most the `keep` newest notifications), or after the
+    reader's newest one when none is given."""
+    newest = select(Notification.id).where(Notification.user_id == user_id).order_by(Notification.id.desc())
+    if after is None:
+        return int(await session.scalar(newest.limit(1)) or 0)
+    floor = await session.scalar(newest.offset(keep).limit(1))
+    return max(after, int(floor or 0))
+
+
+async def newer(session: AsyncSession, user_id: int, *, after: int, since: datetime, limit: int = 500,
+                ) -> list[Notification]:  # fmt: skip
+    """The reader's notifications after `after` in id order, then those written since `since` that are not (a batch
+    that committed after a later one)."""
+    newer = Notification.id > after
+    query = (select(Notification).where(Notification.user_id == user_id, newer | (Notification.created_at > since))
+             .order_by(newer.desc(), Notification.id).limit(limit))  # fmt: skip
+    return list(await session.scalars(query))
+
+
 async def for_event(session: AsyncSession, user_id: int, event_id: int) -> Notification | None:
     return await session.scalar(select(Notification).where(Notification.user_id == user_id,
                                                            Notification.event_id == event_id))  # fmt: skip

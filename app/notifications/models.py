@@ -27,7 +27,7 @@ class AlertRules(Base):
     source_ids: Mapped[list[int]] = mapped_column(ARRAY(BigInteger), server_default=text("'{}'::bigint[]"))
     entities: Mapped[list[str]] = mapped_column(ARRAY(String(200)), server_default=EMPTY_TEXT_ARRAY)
     languages: Mapped[list[str]] = mapped_column(ARRAY(String(16)), server_default=EMPTY_TEXT_ARRAY)
-    region: Mapped[str | None] = mapped_column(String(64))  # filled by the places work; not matched yet
+    region: Mapped[str | None] = mapped_column(String(64))  # ISO 3166-1 alpha-2 (app/places)
     time_zone: Mapped[str] = mapped_column(String(64), server_default=text("'UTC'"))
     quiet_start: Mapped[int | None] = mapped_column(SmallInteger)  # minute of the local day
     quiet_end: Mapped[int | None] = mapped_column(SmallInteger)

@@ -83,18 +83,45 @@ async def prune_hours(db: Executor) -> None:
     await db.execute(text("DELETE FROM alert_hours WHERE hour < date_trunc('hour', now()) - interval '1 hour'"))
 
 
-_PRUNE = {
-    "notifications": "DELETE FROM notifications WHERE id IN (SELECT id FROM notifications WHERE created_at < :before "
-    "ORDER BY created_at LIMIT :batch)",
-    "deliveries": "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE created_at < :before "
-    "AND status IN ('delivered', 'pending', 'failed') ORDER BY created_at LIMIT :batch)",
-    "fanouts": "DELETE FROM notification_fanouts WHERE event_id IN (SELECT event_id FROM notification_fanouts "
-    "WHERE status = 'done' AND created_at < :before LIMIT :batch)",
+# kind -> (table, its key, which rows are due): dead deliveries stay for administrators to see and replay
+_DUE = {
+    "notifications": ("notifications", "id", "created_at < :before"),
+    "deliveries": ("deliveries", "id", "created_at < :before AND status IN ('delivered', 'pending', 'failed')"),
+    "fanouts": ("notification_fanouts", "event_id", "status = 'done' AND created_at < :before"),
 }
+PRUNED = tuple(_DUE)  # the kinds of alert rows retention deletes
+_PRUNE = {kind: text(f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table} WHERE {due} ORDER BY created_at "
+                     "LIMIT :batch)") for kind, (table, key, due) in _DUE.items()}  # fmt: skip
+_COUNTS = {kind: text(f"SELECT count(*) FROM {table} WHERE {due}") for kind, (table, _, due) in _DUE.items()}
+
+
+async def count_due(db: Executor, kind: str, *, before: datetime) -> int:
+    """How many rows of `kind` a retention pass would delete now (none of a table the schema does not have yet: a dry
+    run looks at a database before it is migrated)."""
+    if await db.scalar(text("SELECT to_regclass(:name)"), {"name": _DUE[kind][0]}) is None:
+        return 0
+    return int(await db.scalar(_COUNTS[kind], {"before": before}) or 0)
 
 
 async def prune(db: Executor, kind: str, *, before: datetime, batch: int) -> int:
     """One batch of `kind` rows written before `before` (a delivery's log goes with it; dead deliveries stay for
     administrators to see and replay)."""
-    result = await db.execute(text(_PRUNE[kind]), {"before": before, "batch": batch})
+    result = await db.execute(_PRUNE[kind], {"before": before, "batch": batch})
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+_BACKLOG = text("""
+    SELECT (SELECT count(*) FROM deliveries WHERE status = 'dead') AS dead,
+           least((SELECT min(o.created_at) FROM notification_fanouts f JOIN outbox o ON o.id = f.event_id
+                  WHERE f.status = 'pending'),
+                 (SELECT min(o.created_at) FROM outbox o
+                  WHERE o.topic = ANY(CAST(:topics AS varchar[])) AND o.dead_at IS NULL
+                    AND o.created_at > now() - :lookback * interval '1 second'
+                    AND o.id > (SELECT coalesce(max(event_id), 0) FROM notification_fanouts))) AS oldest
+""")
+
+
+async def backlog(db: Executor, topics: Sequence[str], *, lookback_seconds: float) -> Any:
+    """(dead deliveries, when the oldest event not yet fanned out was written: a pending fan-out, or an event newer
+    than every one taken, within the look-back; None when none waits)."""
+    return (await db.execute(_BACKLOG, {"topics": list(topics), "lookback": lookback_seconds})).one()

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.notifications.errors import AlertErrorCode, AlertRejected
 from app.notifications.models import AlertRules, StoryFollow
+from app.places.outlets import checked_country
 from app.stories.models import StoryCluster
 
 DIGESTS = ("none", "hourly", "daily")
@@ -29,6 +30,7 @@ class RuleChoice:
     source_ids: list[int] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
     languages: list[str] = field(default_factory=list)
+    region: str | None = None  # ISO 3166-1 alpha-2: only the stories local to that country
     time_zone: str = "UTC"
     quiet_start: int | None = None
     quiet_end: int | None = None
@@ -63,6 +65,11 @@ def check(choice: RuleChoice) -> RuleChoice:
     if choice.quiet_start is not None and choice.quiet_start == choice.quiet_end:
         raise _invalid("quiet hours that start when they end are no quiet hours", "quietEnd")
     _check_zone(choice.time_zone)
+    if choice.region is not None:
+        try:
+            choice.region = checked_country(choice.region[:16])
+        except ValueError as error:
+            raise _invalid("a region is an ISO 3166-1 alpha-2 country code such as DE", "region") from error
     return choice
 
 

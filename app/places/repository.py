@@ -124,22 +124,27 @@ async def outlet_groups(db: Executor, ids: Sequence[int]) -> list[OutletGroupRow
     return [OutletGroupRow(r.story_id, r.country, r.kind, sorted(r.source_ids), r.articles) for r in rows]
 
 
-# Of the stories asked, those about a region (an article naming a place in it since `since`) or from it (an outlet
-# there covers it)
-_LOCAL = text("""
+def countries_of_story(story: str) -> str:
+    """SQL for the countries a story (the SQL expression `story`) is local to: where a place its articles name is, or
+    where an outlet covering it is. The one notion of locality: region feeds and region alerts both read it."""
+    return f"""
+        SELECT p.country FROM articles a JOIN article_places p ON p.article_id = a.id WHERE a.cluster_id = {story}
+        UNION
+        SELECT o.country FROM articles a JOIN sources o ON o.id = a.source_id
+        WHERE a.cluster_id = {story} AND o.country IS NOT NULL"""
+
+
+# Of the stories asked, those local to a country (about it or from it)
+_LOCAL = text(f"""
     SELECT s.id FROM story_clusters s
-    WHERE s.id = ANY(CAST(:ids AS bigint[])) AND (
-        s.source_ids && CAST(:sources AS bigint[])
-        OR EXISTS (SELECT 1 FROM articles a JOIN article_places p ON p.article_id = a.id
-                   WHERE a.cluster_id = s.id AND p.country = :country))
+    WHERE s.id = ANY(CAST(:ids AS bigint[])) AND :country IN ({countries_of_story("s.id")})
 """)
 
 
 async def local_stories(db: Executor, country: str, ids: Sequence[int]) -> set[int]:
     if not ids:
         return set()
-    sources = await sources_in(db, country)
-    return set(await db.scalars(_LOCAL, {"ids": list(ids), "country": country, "sources": sources}))
+    return set(await db.scalars(_LOCAL, {"ids": list(ids), "country": country}))
 
 
 async def sources_in(db: Executor, country: str) -> list[int]:

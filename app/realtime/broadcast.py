@@ -66,6 +66,7 @@ class Broadcaster:
         self._delivered = Delivered()
         self._liveness = liveness_seconds
         self.connected = False
+        self.reconnects = 0  # after each, subscribers reading a table of their own (not the outbox) read it again
 
     async def subscribe(self, topic: str, *, story_id: int | None = None) -> AsyncIterator[dict[str, Any]]:
         """The events of `topic` (with `story_id`: only those whose "story_id" is that)."""
@@ -171,6 +172,7 @@ class Broadcaster:
                 raise ConnectionError("Redis is still unreachable")
             caught_up = await self._catch_up(lost_at - self._slack)
         self._backoff.reset()
+        self.reconnects += 1
         BROADCAST_RECONNECTS.inc()
         log.info("broadcast: reconnected to Redis after %.1f s; %d missed event(s) delivered from the outbox",
                  (datetime.now(UTC) - lost_at).total_seconds(), caught_up)  # fmt: skip

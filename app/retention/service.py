@@ -60,7 +60,7 @@ async def prune(db: AsyncEngine, settings: Settings, now: datetime) -> Retention
                                                             batch=rows))  # fmt: skip
     if settings.notify_retention_days > 0:  # readers' alerts; dead deliveries stay for administrators
         before = now - timedelta(days=settings.notify_retention_days)
-        for kind in ("notifications", "deliveries", "fanouts"):
+        for kind in alerts.PRUNED:
             await _in_batches(db, done, kind, rows, partial(alerts.prune, kind=kind, before=before, batch=rows))
     if done.deleted:
         log.info("retention: deleted %s in %d batches (longest %.2f s); %d stories repaired, %d emptied",
@@ -104,4 +104,9 @@ async def count_due(db: AsyncEngine, settings: Settings, now: datetime) -> dict[
         if due_at.outbox:
             found["outbox"] = sum([await repository.count_outbox_due(connection, topic, before=before)
                                    for topic, before in due_at.outbox.items()])  # fmt: skip
+        for kind in alerts.PRUNED:  # readers' alerts (dead deliveries are kept)
+            found[kind] = None
+            if settings.notify_retention_days > 0:
+                before = now - timedelta(days=settings.notify_retention_days)
+                found[kind] = await alerts.count_due(connection, kind, before=before)
     return found

@@ -176,7 +176,8 @@ class ClusteringCache:
             await connection.execute(_RETIRE_MERGED, {"story": list(retired), "into": list(retired.values()),
                                                       "revision": revision})  # fmt: skip
         placed = {article: state.resolve(story) for article, story in state.placed.items()}
-        grown = (set(placed.values()) | set(retired.values())) - self.reserved
+        # a story that absorbed another is announced even when this save created it: its followers came with the merge
+        grown = (set(placed.values()) - self.reserved) | set(retired.values())
         announced = breaking_events(breaking, now)
         updated = update_events([state.stories[i] for i in sorted(grown) if i in state.stories], retired,
                                 int(revision or 0))  # fmt: skip
@@ -248,12 +249,23 @@ _SAVE = text(f"""
     WITH stories AS ({_SAVE_STORIES}), articles_placed AS ({_PLACE_ARTICLES}), events AS ({_ADD_EVENTS})
     SELECT 1
 """)
+# A merged story's readers follow the story it joined (a reader following both keeps one follow); the surviving
+# story's `story.updated` event, written by the same save, tells them once.
 _RETIRE_MERGED = text("""
     WITH retired AS (
         UPDATE story_clusters AS s
         SET merged_into_id = u.into_id, centroid = '{}', revision = :revision
         FROM unnest(CAST(:story AS bigint[]), CAST(:into AS bigint[])) AS u(story, into_id) WHERE s.id = u.story
-        RETURNING s.id, u.into_id)
+        RETURNING s.id, u.into_id),
+    followed AS (
+        INSERT INTO story_follows (user_id, story_id, created_at)
+        SELECT f.user_id, u.into_id, min(f.created_at)
+        FROM story_follows f JOIN unnest(CAST(:story AS bigint[]), CAST(:into AS bigint[])) AS u(story, into_id)
+             ON f.story_id = u.story
+        GROUP BY f.user_id, u.into_id
+        ON CONFLICT DO NOTHING),
+    unfollowed AS (
+        DELETE FROM story_follows f WHERE f.story_id = ANY(CAST(:story AS bigint[])))
     UPDATE articles AS a SET cluster_id = retired.into_id FROM retired WHERE a.cluster_id = retired.id
 """)
 

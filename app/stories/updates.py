@@ -25,8 +25,11 @@ def update_events(grown: Sequence[Story], retired: Mapping[int, int], revision: 
     events: dict[str, dict[str, Any]] = {
         key(old): {"story_id": old, "merged_into": into, "revision": revision} for old, into in retired.items()
     }
+    absorbed: dict[int, list[int]] = {}
+    for old, into in sorted(retired.items()):
+        absorbed.setdefault(into, []).append(old)
     events |= {key(s.id): {
         "story_id": s.id, "article_count": s.size, "source_count": len(s.sources),
         "last_updated_at": s.last_updated.isoformat(), "revision": revision,
-    } for s in grown}  # fmt: skip
+    } | ({"merged_from": absorbed[s.id]} if s.id in absorbed else {}) for s in grown}  # fmt: skip
     return events

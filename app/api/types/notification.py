@@ -90,7 +90,10 @@ class AlertRulesInfo:
     source_ids: list[int] = strawberry.field(description="Database ids of sources (alerts when one covers a story).")
     entities: list[str] = strawberry.field(description='Entity keys, such as "per:angela merkel".')
     languages: list[str]
-    region: str | None = strawberry.field(description="Not matched yet (places).")
+    region: str | None = strawberry.field(
+        description="ISO 3166-1 alpha-2: breaking stories local to that country "
+        "only (an article names a place there, or an outlet there covers it)."
+    )
     time_zone: str
     quiet_start: int | None = strawberry.field(description="Minutes after local midnight.")
     quiet_end: int | None
@@ -113,6 +116,8 @@ class AlertRulesInput:
     source_ids: list[int] = strawberry.field(default_factory=list)
     entities: list[str] = strawberry.field(default_factory=list)
     languages: list[str] = strawberry.field(default_factory=list)
+    region: str | None = strawberry.field(default=None, description="ISO 3166-1 alpha-2 such as DE: breaking stories "
+                                          "local to that country only (INVALID_REGION otherwise).")  # fmt: skip
     time_zone: str = "UTC"
     quiet_start: int | None = None
     quiet_end: int | None = None

@@ -1,5 +1,5 @@
-"""A real webhook receiver on a loopback port: it verifies each signature as scripts/verify_webhook.py does, and
-answers 500 to the first `failures` calls (or to all, with `failures=-1`)."""
+"""A real webhook receiver on a loopback port, for bench.notify and the webhook tests: it verifies each signature as
+scripts/verify_webhook.py does, and answers 500 to the first `failures` calls (or to all, with `failures=-1`)."""
 
 from __future__ import annotations
 
