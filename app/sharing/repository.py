@@ -147,3 +147,16 @@ async def days_of(session: AsyncSession, link_id: int, since: date) -> list[Shar
     rows = await session.scalars(select(ShareLinkDay).where(ShareLinkDay.link_id == link_id, ShareLinkDay.day >= since)
                                  .order_by(ShareLinkDay.day, ShareLinkDay.referrer_host))  # fmt: skip
     return list(rows)
+
+
+# Concurrent workers take disjoint batches; rows queued by transactions not yet committed wait for the next run.
+_TAKE_EVICTIONS = text("""
+    DELETE FROM share_link_evictions
+     WHERE id IN (SELECT id FROM share_link_evictions ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED)
+    RETURNING code
+""")
+
+
+async def take_evictions(session: AsyncSession, limit: int) -> list[str]:
+    """Up to `limit` queued codes, removed from the queue when the transaction commits (duplicates possible)."""
+    return list(await session.scalars(_TAKE_EVICTIONS, {"n": limit}))
