@@ -122,6 +122,16 @@ async def test_a_story_link_follows_the_story_it_merged_into_once_the_workers_ev
         lead = await session.scalar(select(StoryCluster.representative_article_id)
                                     .where(StoryCluster.id == survivor))  # fmt: skip
     assert after == set(await urls(services, [lead or 0]))
+    other = next(a for a in article_ids if a != lead)  # the survivor represented anew: the merged story's link too
+    async with services.db.begin() as session:
+        await session.execute(update(StoryCluster).where(StoryCluster.id == survivor)
+                              .values(representative_article_id=other))  # fmt: skip
+    await flush_share_clicks_job({"services": services})
+    assert {(await web.get(f"/s/{code}")).headers["location"] for code in codes} == set(await urls(services, [other]))
+    async with services.db.begin() as session:  # and its URL renormalised
+        await session.execute(update(Article).where(Article.id == other).values(url="https://renamed.example/2"))
+    await flush_share_clicks_job({"services": services})
+    assert {(await web.get(f"/s/{code}")).headers["location"] for code in codes} == {"https://renamed.example/2"}
 
 
 async def test_a_deleted_account_takes_its_cached_links_with_it(

@@ -18,7 +18,9 @@ down_revision: str | None = "0025"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# A story's links, and the links of the stories merged into it: they lead where it leads (app/sharing/repository.py)
+# A story's links, and the links of the stories merged into it: they lead where it leads (app/sharing/repository.py).
+# Each branch of a UNION ALL is one index lookup (share_links by article or story, story_clusters by representative or
+# merged_into): a mass UPDATE of articles' URLs costs a few index probes per row, never a scan.
 FUNCTIONS = [
     """
 CREATE FUNCTION share_link_changed() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -31,9 +33,9 @@ END $$
 CREATE FUNCTION share_story_lead_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO share_link_evictions (code)
-  SELECT l.code FROM share_links l
-   WHERE l.story_id = NEW.id
-      OR l.story_id IN (SELECT s.id FROM story_clusters s WHERE s.merged_into_id = NEW.id);
+  SELECT l.code FROM share_links l WHERE l.story_id = NEW.id
+  UNION ALL
+  SELECT l.code FROM story_clusters m JOIN share_links l ON l.story_id = m.id WHERE m.merged_into_id = NEW.id;
   RETURN NULL;
 END $$
 """,
@@ -42,10 +44,11 @@ CREATE FUNCTION share_article_url_changed() RETURNS trigger LANGUAGE plpgsql AS 
 BEGIN
   INSERT INTO share_link_evictions (code)
   SELECT l.code FROM share_links l WHERE l.article_id = NEW.id
-  UNION
-  SELECT l.code FROM story_clusters s
-    JOIN story_clusters t ON t.id = s.id OR t.merged_into_id = s.id
-    JOIN share_links l ON l.story_id = t.id
+  UNION ALL
+  SELECT l.code FROM story_clusters s JOIN share_links l ON l.story_id = s.id WHERE s.representative_article_id = NEW.id
+  UNION ALL
+  SELECT l.code FROM story_clusters s JOIN story_clusters m ON m.merged_into_id = s.id
+    JOIN share_links l ON l.story_id = m.id
    WHERE s.representative_article_id = NEW.id;
   RETURN NULL;
 END $$
