@@ -1,5 +1,5 @@
 """Share-link jobs: every NEWSAGG_SHARE_CLICK_FLUSH_SECONDS, the click counters in Redis written to PostgreSQL and
-the cached destinations of deleted targets evicted."""
+the cached destinations that changed (a target deleted or moved, a link deleted) evicted."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.services import Services
-from app.sharing.eviction import evict_gone
+from app.sharing.eviction import evict_changed
 from app.sharing.flush import flush_clicks
 
 
@@ -15,5 +15,5 @@ async def flush_share_clicks_job(ctx: dict[str, Any]) -> int:
     services: Services = ctx["services"]
     now = datetime.now(UTC)
     flushed = await flush_clicks(services.db, services.redis, now)
-    await evict_gone(services.db, services.redis, services.settings.share_link_cache_seconds, now)
+    await evict_changed(services.db, services.redis)
     return flushed.clicks

@@ -207,8 +207,13 @@ async def test_a_home_region_leads_a_new_readers_feed_then_lifts_local_stories(
     stories = await _newsroom(services, settings)
     reader = gql.as_(await sign_up(gql))
     assert (await _feed(reader))[0] == "Wildfire forces thousands to flee in California"
-    refused = await reader.post('mutation { homeRegionSet(region: "Narnia") { viewer { homeRegion } } }')
-    assert refused["errors"][0]["extensions"]["code"] == "INVALID_REGION"
+    # refused in the payload, as other account mutations refuse, and nothing changed
+    for bad in ("Narnia", "UK", "", "D E", "\u0110E", "\U0001f1e9\U0001f1ea", "DE" * 5_000):
+        refused = (await reader.run("HomeRegionSet", region=bad))["homeRegionSet"]
+        assert (refused["viewer"], [(e["code"], e["field"]) for e in refused["errors"]]) == (
+            None, [("INVALID_REGION", "region")]), refused  # fmt: skip
+    unchanged = await reader.post("{ viewer { homeRegion } }")
+    assert unchanged["data"]["viewer"]["homeRegion"] is None
     set_ = (await reader.run("HomeRegionSet", region="es"))["homeRegionSet"]
     assert set_["viewer"]["homeRegion"] == "ES"
     cold = (await reader.run("Feed", first=10))["feed"]["edges"]

@@ -3,24 +3,21 @@ once."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
 from app.api.errors import BadRequest, bad_argument
 from app.places.outlets import checked_country
+from app.text.language_codes import checked_languages
 from app.topics.keywords import TOPICS, Topic
-
-LANGUAGE_CODE = re.compile("[a-z]{2,3}")
-MAX_LANGUAGES = 20
 
 
 def language_codes(languages: list[str] | None) -> list[str]:
     """Language filter values: lowercase ISO 639 codes, a bounded number of them; BAD_USER_INPUT otherwise."""
-    codes = [code.strip().lower() for code in languages or ()]
-    if len(codes) > MAX_LANGUAGES or not all(LANGUAGE_CODE.fullmatch(code) for code in codes):
-        raise bad_argument(f'languages: at most {MAX_LANGUAGES} ISO 639-1 codes such as "en" or "fr"')
-    return codes
+    try:
+        return checked_languages(languages)
+    except ValueError as error:
+        raise bad_argument(f"languages: {error}") from None
 
 
 def topic_values(topics: Iterable[Any] | None) -> list[str]:

@@ -20,6 +20,7 @@ from app.places import repository as places
 from app.places.perspectives import StoryPerspectives
 from app.places.repository import PlaceMention
 from app.places.service import perspectives
+from app.sharing import repository as share_links
 from app.sources import repository as sources
 from app.sources.models import CrawlSchedule, Source
 from app.stories import repository as stories
@@ -61,6 +62,7 @@ class Loaders:
     places_by_story: DataLoader[int, list[PlaceMention]]
     perspectives_by_story: DataLoader[int, StoryPerspectives]
     text_by_article: DataLoader[int, ArticleText | None]
+    share_clicks_by_link: DataLoader[int, int]  # every click a share link has had
 
     @classmethod
     def for_event(cls, db: async_sessionmaker[AsyncSession], event: dict[str, Any]) -> Loaders:
@@ -88,6 +90,7 @@ class Loaders:
             places_by_story=_grouped(db, places.of_stories),
             perspectives_by_story=_perspectives(db),
             text_by_article=_by_key(db, texts.texts_of_articles, lambda t: t.article_id),
+            share_clicks_by_link=_share_clicks(db),
         )
 
 
@@ -99,6 +102,15 @@ def _grouped(
         async with db() as session:
             found = await query(session, ids)
         return [found.get(i, []) for i in ids]
+
+    return DataLoader(load_fn=load)
+
+
+def _share_clicks(db: async_sessionmaker[AsyncSession]) -> DataLoader[int, int]:
+    async def load(ids: list[int]) -> list[int]:
+        async with db() as session:
+            totals = await share_links.total_clicks(session, ids)
+        return [totals.get(i, 0) for i in ids]
 
     return DataLoader(load_fn=load)
 

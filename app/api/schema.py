@@ -130,12 +130,14 @@ class Mutation:
     )
     preferred_languages_set: ViewerPayload = strawberry.mutation(
         resolver=preferences.preferred_languages_set,
-        description="The languages you read (ISO 639-1 codes, most preferred first; empty: all).",
+        description="The languages you read (ISO 639-1 codes, most preferred first; empty: all). More than 20, or "
+        "anything not shaped like a code, is refused in `errors` (INVALID_LANGUAGE) and nothing changes.",
     )
     home_region_set: ViewerPayload = strawberry.mutation(
         resolver=preferences.home_region_set,
         description="Where you are (ISO 3166-1 alpha-2): stories about it or from its outlets rank higher in your "
-        "feed, and lead it before you have any interests (INVALID_REGION for an unknown code).",
+        "feed, and lead it before you have any interests. An unknown code is refused in `errors` (INVALID_REGION, "
+        "field `region`) and nothing changes.",
     )
 
 

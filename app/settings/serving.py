@@ -74,8 +74,9 @@ class ServingSettings(BaseSettings):
     share_link_cache_seconds: int = Field(
         default=24 * 3600,
         gt=0,
-        description="How long Redis keeps a share code's destination (filled from PostgreSQL on a miss); a deleted "
-        "target's is evicted by the workers within NEWSAGG_SHARE_CLICK_FLUSH_SECONDS.",
+        description="How long Redis keeps a share code's destination (filled from PostgreSQL on a miss); one that "
+        "changed (target deleted or moved, story represented by another article, link deleted) is evicted by the "
+        "workers within NEWSAGG_SHARE_CLICK_FLUSH_SECONDS.",
     )
     share_click_flush_seconds: int = Field(
         default=30,

@@ -80,6 +80,16 @@ class ShareClickBatch(Base):
     flushed_at: Mapped[datetime] = created_at_column()
 
 
+class ShareLinkEviction(Base):
+    """A code whose cached destination may be stale, queued by triggers (migration 0027) for the workers to evict."""
+
+    __tablename__ = "share_link_evictions"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    code: Mapped[str] = mapped_column(String(16))
+    queued_at: Mapped[datetime] = created_at_column()
+
+
 class ShareLinkKey(Base):
     """The key that signs share codes (one row, made on first use): a code whose tag does not verify is refused
     without a lookup. Deleting it breaks every link issued."""

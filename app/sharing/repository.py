@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -147,3 +147,32 @@ async def days_of(session: AsyncSession, link_id: int, since: date) -> list[Shar
     rows = await session.scalars(select(ShareLinkDay).where(ShareLinkDay.link_id == link_id, ShareLinkDay.day >= since)
                                  .order_by(ShareLinkDay.day, ShareLinkDay.referrer_host))  # fmt: skip
     return list(rows)
+
+
+# Concurrent workers take disjoint batches; rows queued by transactions not yet committed wait for the next run.
+_TAKE_EVICTIONS = text("""
+    DELETE FROM share_link_evictions
+     WHERE id IN (SELECT id FROM share_link_evictions ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED)
+    RETURNING code
+""")
+
+
+async def take_evictions(session: AsyncSession, limit: int) -> list[str]:
+    """Up to `limit` queued codes, removed from the queue when the transaction commits (duplicates possible)."""
+    return list(await session.scalars(_TAKE_EVICTIONS, {"n": limit}))
+
+
+async def links_of(session: AsyncSession, creator_id: int, before: tuple[datetime, int] | None,
+                   limit: int) -> list[ShareLink]:  # fmt: skip
+    """A reader's links, newest first, those after the `before` key (created_at, id) of an earlier page."""
+    query = select(ShareLink).where(ShareLink.creator_id == creator_id)
+    if before is not None:
+        query = query.where(tuple_(ShareLink.created_at, ShareLink.id) < tuple_(*before))
+    return list(await session.scalars(query.order_by(ShareLink.created_at.desc(), ShareLink.id.desc()).limit(limit)))
+
+
+async def total_clicks(session: AsyncSession, link_ids: Sequence[int]) -> dict[int, int]:
+    """Every click each link has had (flushed ones: the last flush interval's are still in Redis); absent: none."""
+    rows = await session.execute(select(ShareLinkDay.link_id, func.sum(ShareLinkDay.clicks))
+                                 .where(ShareLinkDay.link_id.in_(link_ids)).group_by(ShareLinkDay.link_id))  # fmt: skip
+    return {link_id: int(total) for link_id, total in rows}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -88,3 +88,10 @@ async def daily_clicks(session: AsyncSession, link_id: int, days: int, today: da
     """The link's counts of the last `days` days (today included), by day and referrer host."""
     days = max(1, min(days, MAX_DAYS))
     return await links.days_of(session, link_id, today - timedelta(days=days - 1))
+
+
+async def links_page(session: AsyncSession, creator_id: int, after: tuple[datetime, int] | None,
+                     size: int) -> list[ShareLink]:  # fmt: skip
+    """Up to `size` + 1 of the reader's links, newest first, after the key of an earlier page's last one (the extra
+    one only says there is a next page)."""
+    return await links.links_of(session, creator_id, after, size + 1)

@@ -13,6 +13,8 @@ class AccountErrorCode(enum.StrEnum):
     UNAUTHENTICATED = "unauthenticated"
     NOT_FOUND = "not_found"
     INVALID = "invalid"
+    INVALID_REGION = "invalid_region"  # not an ISO 3166-1 alpha-2 country code
+    INVALID_LANGUAGE = "invalid_language"  # not ISO 639 language codes, or too many
 
 
 class AccountRejected(Exception):

@@ -8,7 +8,9 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.places.outlets import checked_country
 from app.sources.models import Source
+from app.text.language_codes import checked_languages
 from app.users.errors import AccountErrorCode, AccountRejected
 from app.users.models import SourceFollow, SourceMute, TopicFollow, User
 
@@ -30,13 +32,31 @@ async def set_source(session: AsyncSession, user_id: int, source_id: int, *, tab
     await session.execute(insert(table).values(user_id=user_id, source_id=source_id).on_conflict_do_nothing())
 
 
-async def set_languages(session: AsyncSession, user_id: int, languages: list[str]) -> None:
-    await session.execute(update(User).where(User.id == user_id).values(preferred_languages=languages))
+async def set_languages(session: AsyncSession, user_id: int, languages: list[str]) -> list[str]:
+    """The languages as stored: ISO 639 codes, lower case, each once, in the reader's order; INVALID_LANGUAGE for
+    anything else (nothing is stored)."""
+    try:
+        codes = list(dict.fromkeys(checked_languages(languages)))
+    except ValueError as error:
+        raise AccountRejected(AccountErrorCode.INVALID_LANGUAGE, str(error), "languages") from None
+    await session.execute(update(User).where(User.id == user_id).values(preferred_languages=codes))
+    return codes
 
 
-async def set_home_region(session: AsyncSession, user_id: int, region: str | None) -> None:
-    """An ISO 3166-1 alpha-2 code (checked by the caller), or None to clear it."""
-    await session.execute(update(User).where(User.id == user_id).values(home_region=region))
+async def set_home_region(session: AsyncSession, user_id: int, region: str | None) -> str | None:
+    """The region as stored: an ISO 3166-1 alpha-2 code in upper case, or None to clear it; INVALID_REGION for
+    anything else ("UK", "England"; nothing is stored)."""
+    code = None if region is None else _region_code(region)
+    await session.execute(update(User).where(User.id == user_id).values(home_region=code))
+    return code
+
+
+def _region_code(region: str) -> str:
+    try:
+        return checked_country(region[:16])
+    except ValueError:
+        raise AccountRejected(AccountErrorCode.INVALID_REGION, f"{region[:16]!r} is not an ISO 3166-1 alpha-2 "
+                              'country code such as "DE" or "GB"', "region") from None  # fmt: skip
 
 
 async def followed_topics(session: AsyncSession, user_id: int) -> list[str]:

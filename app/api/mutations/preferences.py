@@ -10,7 +10,6 @@ from strawberry import relay
 
 from app.api.auth import require_viewer
 from app.api.context import Info
-from app.api.filters import language_codes, region_code
 from app.api.relay import id_of
 from app.api.types.account_error import AccountError, refused
 from app.api.types.enums import TopicEnum
@@ -79,9 +78,11 @@ async def source_unmute(info: Info, source_id: relay.GlobalID) -> ViewerPayload:
 
 async def preferred_languages_set(info: Info, languages: list[str]) -> ViewerPayload:
     user = await require_viewer(info)
-    codes = list(dict.fromkeys(language_codes(languages)))
-    async with info.context.services.db.begin() as session:
-        await preferences.set_languages(session, user.id, codes)
+    try:
+        async with info.context.services.db.begin() as session:
+            codes = await preferences.set_languages(session, user.id, languages)
+    except AccountRejected as error:
+        return ViewerPayload(viewer=None, errors=refused(error))
     await versions.bump(info.context.services.redis, user.id)
     user.preferred_languages = codes  # this request's copy of the account, now as stored
     return _after(user)
@@ -92,9 +93,11 @@ async def home_region_set(
     region: Annotated[str | None, strawberry.argument(description="ISO 3166-1 alpha-2 (`DE`); null clears it.")],
 ) -> ViewerPayload:
     user = await require_viewer(info)
-    code = region_code(region)
-    async with info.context.services.db.begin() as session:
-        await preferences.set_home_region(session, user.id, code)
+    try:
+        async with info.context.services.db.begin() as session:
+            code = await preferences.set_home_region(session, user.id, region)
+    except AccountRejected as error:
+        return ViewerPayload(viewer=None, errors=refused(error))
     await versions.bump(info.context.services.redis, user.id)
     user.home_region = code
     return _after(user)

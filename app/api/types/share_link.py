@@ -7,12 +7,14 @@ from datetime import UTC, date, datetime
 from typing import Annotated
 
 import strawberry
+from strawberry import relay
 
 from app.api.context import Info
+from app.api.relay import after_time_key, encode_cursor, page_size
 from app.api.types.article import ArticleNode
 from app.api.types.story import StoryNode, load_story
 from app.sharing.models import ShareLink, ShareTargetKind
-from app.sharing.service import MAX_DAYS, ShareErrorCode, daily_clicks
+from app.sharing.service import MAX_DAYS, ShareErrorCode, daily_clicks, links_page
 
 ShareErrorCodeEnum = strawberry.enum(ShareErrorCode, name="ShareErrorCode")
 ShareTarget = Annotated[ArticleNode | StoryNode, strawberry.union("ShareTarget")]
@@ -61,6 +63,10 @@ class ShareLinkNode:
         article = await info.context.loaders.article_by_id.load(self.row.article_id)
         return ArticleNode.from_model(article) if article else None
 
+    @strawberry.field(description="Every click it has had (those of the last flush interval not yet in).")
+    async def total_clicks(self, info: Info) -> int:
+        return await info.context.loaders.share_clicks_by_link.load(self.row.id)
+
     @strawberry.field(description=f"Clicks of the last `days` days, today included (1 to {MAX_DAYS}).")
     async def clicks(self, info: Info, days: int = 30) -> ShareLinkClicks:
         today = datetime.now(UTC).date()
@@ -85,6 +91,35 @@ class ShareLinkNode:
     @classmethod
     def from_model(cls, row: ShareLink, base_url: str) -> ShareLinkNode:
         return cls(code=row.code, url=f"{base_url.rstrip('/')}/s/{row.code}", created_at=row.created_at, row=row)
+
+
+SHARE_LINK_CURSOR = "shareLink"
+
+
+@strawberry.type(description="One of your share links in a page of them.")
+class ShareLinkEdge:
+    cursor: str
+    node: ShareLinkNode
+
+
+@strawberry.type(description="A page of your share links, newest first.")
+class ShareLinkConnection:
+    edges: list[ShareLinkEdge]
+    page_info: relay.PageInfo
+
+
+async def share_links_page(info: Info, creator_id: int, first: int | None, after: str | None) -> ShareLinkConnection:
+    """One page of a reader's links: one query for the page; targets and clicks through the request's loaders."""
+    size = page_size(first, info.context.services.settings)
+    key = after_time_key(SHARE_LINK_CURSOR, after)
+    async with info.context.services.db() as session:
+        rows = await links_page(session, creator_id, key, size)
+    base = base_url_of(info)
+    edges = [ShareLinkEdge(cursor=encode_cursor(SHARE_LINK_CURSOR, [row.created_at.isoformat(), row.id]),
+                           node=ShareLinkNode.from_model(row, base)) for row in rows[:size]]  # fmt: skip
+    return ShareLinkConnection(edges=edges, page_info=relay.PageInfo(
+        has_next_page=len(rows) > size, has_previous_page=after is not None,
+        start_cursor=edges[0].cursor if edges else None, end_cursor=edges[-1].cursor if edges else None))  # fmt: skip
 
 
 def base_url_of(info: Info) -> str:

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from app.api.context import Info
 from app.api.filters import topics_of
 from app.api.types.enums import TopicEnum
+from app.api.types.share_link import ShareLinkConnection, share_links_page
 from app.api.types.source import SourceNode
 from app.topics.keywords import TOPICS, Topic
 from app.users import preferences
@@ -77,6 +78,13 @@ class Viewer:
     async def muted_sources(self, info: Info) -> list[SourceNode]:
         async with info.context.services.db() as session:
             return [SourceNode.from_model(s) for s in await preferences.sources_of(session, self.user_id, SourceMute)]
+
+    @strawberry.field(
+        description="Your share links, newest first, each with what it leads to and its clicks "
+        "(`first` capped as every list is; BAD_CURSOR for an `after` not from this list)."
+    )
+    async def share_links(self, info: Info, first: int | None = None, after: str | None = None) -> ShareLinkConnection:
+        return await share_links_page(info, self.user_id, first, after)
 
     @classmethod
     def from_model(cls, row: User) -> Viewer:
