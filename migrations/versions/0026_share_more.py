@@ -3,7 +3,7 @@ what a destination is made of (a link repointed, emptied or deleted, as when its
 story's representative article or the story it merged into; an article's URL), drained by the workers
 (app/sharing/eviction.py). The `gone_at` watermark it replaces missed links changed in other ways.
 
-Revision ID: 0027
+Revision ID: 0026
 Revises: 0025
 Create Date: 2026-11-26
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0027"
+revision: str = "0026"
 down_revision: str | None = "0025"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
