@@ -1,5 +1,5 @@
 """Share links never lead to a stale place for long: every writer of what a cached destination is made of queues the
-link's code (triggers, migration 0027) and the workers' flush evicts it, while the redirect itself stays Redis-only."""
+link's code (triggers, migration 0026) and the workers' flush evicts it, while the redirect itself stays Redis-only."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Cached destinations that changed, evicted from Redis: triggers queue a link's code whenever what it leads to may
-have changed (migration 0027: the link repointed, emptied by its target's deletion, or deleted with its creator's
+have changed (migration 0026: the link repointed, emptied by its target's deletion, or deleted with its creator's
 account; its story's representative article or merge; its article's URL), and the workers drain the queue every
 flush interval. The next visit reads PostgreSQL again: 302 to the new place, 410 Gone, or 404 for a deleted link.
 The hot path never asks PostgreSQL whether its cache is fresh."""

@@ -81,7 +81,7 @@ class ShareClickBatch(Base):
 
 
 class ShareLinkEviction(Base):
-    """A code whose cached destination may be stale, queued by triggers (migration 0027) for the workers to evict."""
+    """A code whose cached destination may be stale, queued by triggers (migration 0026) for the workers to evict."""
 
     __tablename__ = "share_link_evictions"
 
