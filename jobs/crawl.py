@@ -43,17 +43,18 @@ async def crawl_tick(ctx: dict[str, Any]) -> int:
             )  # fmt: skip
         total += len(claimed)
         backlog = settings.crawl_batch_size * settings.crawl_batches_per_tick  # one tick's worth of jobs waiting
-        if len(claimed) < settings.crawl_batch_size or await _jobs_waiting(ctx, now) >= backlog:
+        if len(claimed) < settings.crawl_batch_size or await _jobs_waiting(ctx) >= backlog:
             break
     if total:
         log.info("crawl tick claimed %d sources", total)
     return total
 
 
-async def _jobs_waiting(ctx: dict[str, Any], now: datetime) -> int:
-    """Jobs of the crawl queue due by `now` that no worker has taken yet (deferred ones wait for their time)."""
+async def _jobs_waiting(ctx: dict[str, Any]) -> int:
+    """Jobs of the crawl queue due now that no worker has taken yet, those this tick just enqueued included (deferred
+    ones wait for their time; a millisecond's margin for arq's rounding of the enqueue time)."""
     queue: str = ctx["services"].settings.queue_name
-    return int(await ctx["redis"].zcount(queue, "-inf", int(now.timestamp() * 1000)))
+    return int(await ctx["redis"].zcount(queue, "-inf", int(datetime.now(UTC).timestamp() * 1000) + 1))
 
 
 async def crawl_priority_job(ctx: dict[str, Any]) -> dict[str, int]:
