@@ -34,6 +34,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.search import terms, tsquery
+from app.search.documents import TEXT_CHARS
 from app.search.query import (
     MARK_END,
     MARK_START,
@@ -49,6 +50,12 @@ from app.search.query import (
 from app.search.windows import SPARSE_ROWS, WALK_ROWS, Windows
 
 RANK_WEIGHT, FRESHNESS_WEIGHT = 0.7, 0.3  # the score: text rank blended with freshness
+BODY_SHARE = 0.2  # of the text rank a body match can add: however often a body says a word, a title or summary
+# match of it ranks higher (a title match alone is 0.5, a summary one 0.29; a body-only match stays under 0.2)
+
+# ts_rank_cd's weights are {D, C, B, A}: the title (A) and summary (B) as PostgreSQL's defaults, the body (D) apart
+_TEXT_RANK = """(SELECT ts_rank_cd('{0, 0.2, 0.4, 1.0}', m.search_vector, q.query, 32) AS fields,
+                         ts_rank_cd('{1, 0, 0, 0}', m.search_vector, q.query, 32) AS body)"""
 FRESHNESS_HALF_LIFE_HOURS = 48.0
 DEFAULT_LANGUAGE = "en"  # the stemmed form a query gets when it names no language (most of the corpus)
 TYPO_MAX_WORDS = 3  # queries this short, without operators, are corrected when nothing matches them
@@ -83,8 +90,9 @@ _RANKED = """
     {matches}
     scored AS (
         SELECT m.id, m.cluster_id, m.published_at,
-               {rank_weight} * ts_rank_cd(m.search_vector, q.query, 32) + {fresh_weight} * {freshness} AS score
-        FROM candidates m, q
+               {rank_weight} * (r.fields + (1 - r.fields) * {body_share} * r.body) + {fresh_weight} * {freshness}
+                   AS score
+        FROM candidates m CROSS JOIN q CROSS JOIN LATERAL {text_rank} AS r
     ),
     grouped AS (
         SELECT s.*, row_number() OVER (PARTITION BY coalesce(s.cluster_id, -s.id) ORDER BY s.score DESC, s.id DESC)
@@ -97,8 +105,12 @@ _RANKED = """
         ORDER BY {inner_order}
         LIMIT :limit OFFSET :offset
     )
-    SELECT page.id, page.cluster_id, page.score, page.matches, {highlights}
-    FROM page JOIN articles a ON a.id = page.id, q
+    SELECT page.id, page.cluster_id, page.score, page.matches, h.title_highlight, h.summary_highlight,
+           CASE WHEN t.text IS NULL OR strpos(h.title_highlight || h.summary_highlight, :mark) > 0 THEN NULL
+                ELSE {body_highlight} END AS body_highlight
+    FROM page JOIN articles a ON a.id = page.id CROSS JOIN q
+    CROSS JOIN LATERAL (SELECT {highlights}) AS h
+    LEFT JOIN article_texts t ON t.article_id = a.id AND t.text <> ''
     ORDER BY {outer_order}
 """
 
@@ -110,6 +122,9 @@ _HEADLINES = f"""
     ts_headline({_HEADLINE_CONFIG}, a.summary, q.query,
                 :marks || ', MaxFragments=2, MaxWords={SUMMARY_WORDS}, MinWords=10') AS summary_highlight
 """
+# an extract of the body (its indexed part) when only the body matched: neither title nor summary has a mark
+_BODY_HEADLINE = f"""ts_headline({_HEADLINE_CONFIG}, left(t.text, {TEXT_CHARS}), q.query,
+                                 :marks || ', MaxFragments=2, MaxWords={SUMMARY_WORDS}, MinWords=10')"""
 _MARKS = f'StartSel="{MARK_START}", StopSel="{MARK_END}", FragmentDelimiter=" … "'
 
 
@@ -151,13 +166,21 @@ class PostgresSearch:
             rank_weight=RANK_WEIGHT, fresh_weight=FRESHNESS_WEIGHT, freshness=_FRESHNESS,
             grouping="place = 1" if query.by_story else "true", inner_order=inner,
             outer_order=", ".join(f"page.{part}" for part in inner.split(", ")), highlights=_HEADLINES,
+            body_highlight=_BODY_HEADLINE, text_rank=_TEXT_RANK, body_share=BODY_SHARE,
         )  # fmt: skip
         windows = await self._windows.params(db, now=now, until=query.until)
         rows = await db.execute(text(sql), {**params, **filter_params, **windows, "exact": exact, "loose": loose,
                                             "now": now, "limit": limit, "offset": offset,
-                                            "marks": _MARKS})  # fmt: skip
+                                            "marks": _MARKS, "mark": MARK_START})  # fmt: skip
         return [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
-                          highlighted(r.summary_highlight), int(r.matches)) for r in rows]  # fmt: skip
+                          highlighted(_extract(r.summary_highlight, r.body_highlight)), int(r.matches))
+                for r in rows]  # fmt: skip
+
+
+def _extract(summary: str, body: str | None) -> str:
+    """The summary's extract, or the body's when only the body has the words (a phrase split across fields has
+    none: the summary then)."""
+    return body if body is not None and MARK_START in body else summary
 
 
 def _correctable(words: str) -> bool:

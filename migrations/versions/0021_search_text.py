@@ -1,0 +1,153 @@
+"""PostgreSQL search reads each article's own text: its body in the search vector, weight D
+
+- `newsagg_body_vector(language, body)`: the body as 0010's vector holds a title or a summary (the article's
+  language stemmed and unstemmed, accents folded, CJK runs as bigrams: the same configurations and
+  `newsagg_search_text`), weight D, of its first BODY_CHARS characters only. The cap: a tsvector holds at most 1 MB
+  (a 2 MB page raised "string is too long for tsvector"), positions stop at 16,383 anyway, every search ranks and
+  highlights the vectors and texts it reads, and the body is stored twice (its vector, and inside the search
+  vector). 20,000 characters is what Meilisearch indexes of a text (app/search/documents.py TEXT_CHARS), more than
+  95% of real article bodies whole (the extraction benchmark's pages: median 3,500 characters, 95th percentile
+  14,600, longest 20,500).
+- `articles.body_vector`: that vector, kept by triggers, so whoever writes a text (a feed, a page fetch, the URL
+  re-normalization) or changes an article's language (language detection runs after a feed's text arrives) leaves
+  it right: a statement trigger on article_texts, and a row trigger on articles that fires only when `language`
+  changes.
+- `articles.search_vector`, still generated: 0011's vector `||` the body vector. Every query, filter, phrase test
+  and index of search reads it as before, and finds the body's words. Where the body vector lives was measured
+  (bench/search_text.py): in the one vector, a search costs what it did plus reading longer vectors; in a table of
+  its own (article_texts), every search would read a second GIN index and join, and the filters (lexemes of the
+  articles' vector) could not narrow it.
+
+Locks: redefining the generated column rewrites articles (as 0010 and 0011 did) under an exclusive lock held to the
+end of the migration's transaction (app/db/migrate.py runs every migration in one), whatever else it does. The body
+vectors of existing texts are computed first, in statements of BACKFILL_BATCH articles (bounded memory and WAL per
+statement; committing between them is not possible inside the caller's transaction, and would not shorten the
+rewrite's lock), so the rewrite only concatenates stored vectors. Measured: ~1 ms per 20 KB text, so 100,000 texts
+add about 2 minutes to the upgrade's lock (bench/search_text.py prints it); a deployment with millions of texts
+upgrades in a maintenance window, like 0010 and 0011.
+
+Revision ID: 0021
+Revises: 0020
+Create Date: 2026-11-26
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0021"
+down_revision: str | None = "0020"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+BODY_CHARS = 20_000  # app/search/documents.py TEXT_CHARS
+BACKFILL_BATCH = 500  # articles per committed backfill statement (a 20 KB body takes about 1 ms to index)
+WITH_FILTERS = "newsagg_search_vector(language, title, summary, topics, source_id)"  # 0011's
+WITH_BODY = "newsagg_search_vector(language, title, summary, topics, source_id, body_vector)"
+
+_BACKFILL = sa.text("""
+    WITH batch AS (
+        SELECT article_id FROM article_texts WHERE article_id > :after AND text <> '' ORDER BY article_id LIMIT :n
+    ), indexed AS (
+        UPDATE articles a SET body_vector = newsagg_body_vector(a.language, t.text)
+        FROM batch b JOIN article_texts t ON t.article_id = b.article_id
+        WHERE a.id = b.article_id
+    )
+    SELECT max(article_id) FROM batch
+""")
+
+
+def _vector_column(schema: str, expression: str) -> None:
+    op.drop_index("ix_articles_search", table_name="articles")
+    op.drop_column("articles", "search_vector")
+    op.execute(f"ALTER TABLE articles ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({schema}.{expression}) "
+               "STORED")  # fmt: skip
+    op.create_index("ix_articles_search", "articles", ["search_vector"], unique=False, postgresql_using="gin")
+    op.execute("ALTER TABLE articles ALTER COLUMN search_vector SET STATISTICS 1000")
+
+
+def _functions(schema: str) -> None:
+    body = f"{schema}.newsagg_search_text(left(body, {BODY_CHARS}))"
+    config, simple = f"{schema}.newsagg_ts_config(language)", f"CAST('{schema}.newsagg_simple' AS regconfig)"
+    op.execute(f"""
+        CREATE FUNCTION {schema}.newsagg_body_vector(language text, body text) RETURNS tsvector
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+        AS $$
+            SELECT setweight(to_tsvector({simple}, {body}), 'D')
+                || CASE WHEN {config} = {simple} THEN ''::tsvector
+                        ELSE setweight(to_tsvector({config}, {body}), 'D') END
+        $$
+    """)
+    op.execute(f"""
+        CREATE FUNCTION {schema}.newsagg_search_vector(language text, title text, summary text, topics varchar[],
+                                                       source_id bigint, body tsvector) RETURNS tsvector
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE
+        AS $$ SELECT {schema}.{WITH_FILTERS} || coalesce(body, ''::tsvector) $$
+    """)
+
+
+def _triggers(schema: str) -> None:
+    # a text inserted, or changed (a page fetched again, a failed fetch's empty text replaced): its article's vector
+    op.execute(f"""
+        CREATE FUNCTION {schema}.newsagg_texts_to_vector() RETURNS trigger
+        LANGUAGE plpgsql
+        AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                UPDATE {schema}.articles a SET body_vector = {schema}.newsagg_body_vector(a.language, n.text)
+                FROM new_rows n WHERE a.id = n.article_id AND n.text <> '';
+            ELSE
+                UPDATE {schema}.articles a SET body_vector = {schema}.newsagg_body_vector(a.language, nullif(n.text, ''))
+                FROM new_rows n JOIN old_rows o ON o.article_id = n.article_id
+                WHERE a.id = n.article_id AND n.text IS DISTINCT FROM o.text;
+            END IF;
+            RETURN NULL;
+        END
+        $$
+    """)
+    op.execute("CREATE TRIGGER article_texts_vector_insert AFTER INSERT ON article_texts "
+               "REFERENCING NEW TABLE AS new_rows "
+               f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.newsagg_texts_to_vector()")  # fmt: skip
+    op.execute("CREATE TRIGGER article_texts_vector_update AFTER UPDATE ON article_texts "
+               "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
+               f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.newsagg_texts_to_vector()")  # fmt: skip
+    # the body is stemmed in the article's language, which language detection may set after the text arrived
+    op.execute(f"""
+        CREATE FUNCTION {schema}.newsagg_body_language() RETURNS trigger
+        LANGUAGE plpgsql
+        AS $$
+        BEGIN
+            NEW.body_vector := (SELECT {schema}.newsagg_body_vector(NEW.language, nullif(t.text, ''))
+                                FROM {schema}.article_texts t WHERE t.article_id = NEW.id);
+            RETURN NEW;
+        END
+        $$
+    """)
+    op.execute("CREATE TRIGGER articles_body_language BEFORE UPDATE OF language ON articles FOR EACH ROW "
+               "WHEN (OLD.language IS DISTINCT FROM NEW.language) "
+               f"EXECUTE FUNCTION {schema}.newsagg_body_language()")  # fmt: skip
+
+
+def upgrade() -> None:
+    schema = op.get_bind().scalar(sa.text("SELECT current_schema()"))
+    op.add_column("articles", sa.Column("body_vector", sa.dialects.postgresql.TSVECTOR(), nullable=True))
+    _functions(schema)
+    _triggers(schema)  # from here on, every text written has its vector
+    after = 0  # existing texts, a batch per statement
+    while (last := op.get_bind().scalar(_BACKFILL, {"after": after, "n": BACKFILL_BATCH})) is not None:
+        after = last
+    _vector_column(schema, WITH_BODY)
+
+
+def downgrade() -> None:
+    schema = op.get_bind().scalar(sa.text("SELECT current_schema()"))
+    _vector_column(schema, WITH_FILTERS)
+    op.execute("DROP TRIGGER articles_body_language ON articles")
+    op.execute("DROP TRIGGER article_texts_vector_update ON article_texts")
+    op.execute("DROP TRIGGER article_texts_vector_insert ON article_texts")
+    op.execute(f"DROP FUNCTION {schema}.newsagg_body_language()")
+    op.execute(f"DROP FUNCTION {schema}.newsagg_texts_to_vector()")
+    op.execute(f"DROP FUNCTION {schema}.newsagg_search_vector(text, text, text, varchar[], bigint, tsvector)")
+    op.execute(f"DROP FUNCTION {schema}.newsagg_body_vector(text, text)")
+    op.drop_column("articles", "body_vector")
