@@ -157,3 +157,15 @@ async def test_the_migration_indexes_the_texts_already_stored(scratch_engine: As
                                        "websearch_to_tsquery(newsagg_ts_config('fr'), 'élection')"))  # fmt: skip
         vectors = await db.scalar(text("SELECT count(*) FROM articles WHERE body_vector IS NOT NULL"))
     assert (matched, vectors) == (600, 600)
+
+
+# what 0010's newsagg_cjk_bigrams made of them: 0021 makes it linear in time, its output unchanged
+BIGRAMS = {"北京": " 北京 ", "北": " 北", "a北b": "a 北 b", "北京市 政府": " 北京 京市   政府 ", "x北京y": "x 北京 y",
+           "東京でAI会議": " 東京 京で AI 会議 ", "ab": "ab", "": "", "北a京": " 北 a 京",
+           "한국어 뉴스": " 한국 국어   뉴스 "}  # fmt: skip
+
+
+async def test_cjk_runs_become_the_same_bigrams_as_before(services: Services) -> None:
+    async with services.db.begin() as db:
+        made = {s: await db.scalar(text("SELECT newsagg_cjk_bigrams(:s)"), {"s": s}) for s in BIGRAMS}
+    assert made == BIGRAMS
