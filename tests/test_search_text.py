@@ -13,6 +13,7 @@ from app.articles.models import Article
 from app.db.migrate import upgrade
 from app.extraction import repository as texts
 from app.extraction.text import ExtractedArticle
+from app.search.bodies import index_stored_bodies
 from app.search.documents import TEXT_CHARS
 from app.search.query import SearchQuery, SearchResult
 from app.services import Services
@@ -146,17 +147,34 @@ TEXTS = """INSERT INTO article_texts (article_id, origin, text, html, word_count
            FROM articles"""
 
 
-async def test_the_migration_indexes_the_texts_already_stored(scratch_engine: AsyncEngine) -> None:
+async def matching(engine: AsyncEngine, words: str) -> int:
+    async with engine.connect() as db:
+        return int(
+            await db.scalar(
+                text(
+                    "SELECT count(*) FROM articles WHERE search_vector @@ "
+                    "websearch_to_tsquery(newsagg_ts_config('fr'), :words)"
+                ),
+                {"words": words},
+            )
+        )
+
+
+async def test_texts_stored_before_the_upgrade_are_indexed_by_the_worker_in_batches(
+    scratch_engine: AsyncEngine,
+) -> None:
     await upgrade(scratch_engine, "0020")
     async with scratch_engine.begin() as db:
         for statement in (SOURCE, ARTICLE, TEXTS):
             await db.execute(text(statement))
-    await upgrade(scratch_engine)  # in batches of 500 (three of them), each committed
-    async with scratch_engine.connect() as db:
-        matched = await db.scalar(text("SELECT count(*) FROM articles WHERE search_vector @@ "
-                                       "websearch_to_tsquery(newsagg_ts_config('fr'), 'élection')"))  # fmt: skip
-        vectors = await db.scalar(text("SELECT count(*) FROM articles WHERE body_vector IS NOT NULL"))
-    assert (matched, vectors) == (600, 600)
+    await upgrade(scratch_engine)
+    assert await matching(scratch_engine, "élection") == 0  # the migration leaves them to the worker
+    async with scratch_engine.begin() as db:  # a text written after the upgrade: the triggers index it at once
+        await db.execute(text("UPDATE article_texts SET text = 'Les élections régionales' WHERE article_id = 1"))
+    assert await matching(scratch_engine, "élection") == 1
+    assert await index_stored_bodies(scratch_engine, batch=250) == 600  # three batches, each committed
+    assert await matching(scratch_engine, "élection") == 601
+    assert await index_stored_bodies(scratch_engine) == 0  # nothing left
 
 
 # what 0010's newsagg_cjk_bigrams made of them: 0021 makes it linear in time, its output unchanged

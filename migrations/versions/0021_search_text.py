@@ -14,18 +14,18 @@
   it right: a statement trigger on article_texts, and a row trigger on articles that fires only when `language`
   changes.
 - `articles.search_vector`, still generated: 0011's vector `||` the body vector. Every query, filter, phrase test
-  and index of search reads it as before, and finds the body's words. Where the body vector lives was measured
-  (bench/search_text.py): in the one vector, a search costs what it did plus reading longer vectors; in a table of
-  its own (article_texts), every search would read a second GIN index and join, and the filters (lexemes of the
-  articles' vector) could not narrow it.
+  and index of search reads it as before, and finds the body's words. Why here and not in a vector column of
+  article_texts under a GIN index of its own: the search's windows, phrase tests and filters (lexemes of the
+  articles' vector) all read one vector on articles; with two, every window would be a union of two index scans and
+  a join, a filter could not narrow the body's matches in the index, and the body would miss the article's
+  language (a column of articles). What this costs a search, bench/search_text.py measures (same articles and
+  queries, with and without bodies); the other layout was not built to compare.
 
 Locks: redefining the generated column rewrites articles (as 0010 and 0011 did) under an exclusive lock held to the
-end of the migration's transaction (app/db/migrate.py runs every migration in one), whatever else it does. The body
-vectors of existing texts are computed first, in statements of BACKFILL_BATCH articles (bounded memory and WAL per
-statement; committing between them is not possible inside the caller's transaction, and would not shorten the
-rewrite's lock), so the rewrite only concatenates stored vectors. Measured: ~1 ms per 20 KB text, so 100,000 texts
-add about 2 minutes to the upgrade's lock (bench/search_text.py prints it); a deployment with millions of texts
-upgrades in a maintenance window, like 0010 and 0011.
+end of the migration's transaction (app/db/migrate.py runs every migration in one); the rewrite only concatenates
+(every body vector is still NULL), as fast as 0011's. The texts stored before are not indexed here: about 5 ms a text
+(measured by bench/search_text.py), 100,000 of them would hold that lock, reads included, for 8 minutes. The worker
+indexes them after, 200 articles per transaction (app/search/bodies.py), at its start.
 
 Revision ID: 0021
 Revises: 0020
@@ -45,20 +45,8 @@ depends_on: str | Sequence[str] | None = None
 # Hiragana, Katakana, CJK ideographs (extension A, unified, compatibility) and Hangul syllables: 0010's CJK
 CJK = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
 BODY_CHARS = 20_000  # app/search/documents.py TEXT_CHARS
-BACKFILL_BATCH = 500  # articles per committed backfill statement (a 20 KB body takes about 1 ms to index)
 WITH_FILTERS = "newsagg_search_vector(language, title, summary, topics, source_id)"  # 0011's
 WITH_BODY = "newsagg_search_vector(language, title, summary, topics, source_id, body_vector)"
-
-_BACKFILL = sa.text("""
-    WITH batch AS (
-        SELECT article_id FROM article_texts WHERE article_id > :after AND text <> '' ORDER BY article_id LIMIT :n
-    ), indexed AS (
-        UPDATE articles a SET body_vector = newsagg_body_vector(a.language, t.text)
-        FROM batch b JOIN article_texts t ON t.article_id = b.article_id
-        WHERE a.id = b.article_id
-    )
-    SELECT max(article_id) FROM batch
-""")
 
 
 def _vector_column(schema: str, expression: str) -> None:
@@ -177,10 +165,7 @@ def upgrade() -> None:
     op.add_column("articles", sa.Column("body_vector", sa.dialects.postgresql.TSVECTOR(), nullable=True))
     _cjk_bigrams(schema)
     _functions(schema)
-    _triggers(schema)  # from here on, every text written has its vector
-    after = 0  # existing texts, a batch per statement
-    while (last := op.get_bind().scalar(_BACKFILL, {"after": after, "n": BACKFILL_BATCH})) is not None:
-        after = last
+    _triggers(schema)  # from here on, every text written has its vector; those stored before: app/search/bodies.py
     _vector_column(schema, WITH_BODY)
 
 
