@@ -45,7 +45,10 @@ class SearchHitNode:
     article: ArticleNode
     score: float = strawberry.field(description="0.7 x text rank (0..1) + 0.3 x freshness (half-life 48 h).")
     title_highlight: str
-    summary_highlight: str
+    summary_highlight: str = strawberry.field(
+        description="The summary (an extract of it), or, when only the article's own text matched, an extract of the "
+        "text (PostgreSQL search; Meilisearch shows the summary)."
+    )
     matches_in_story: int = strawberry.field(
         description="How many articles of its story match (1 for an article not in a story); with `groupByStory`, "
         "the story's other matches are folded into this hit."
