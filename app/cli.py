@@ -1,5 +1,5 @@
 """The `newsagg` command, parsed and dispatched: up, api, worker, migrate, opml, users, documents, reindex, prune,
-replay, fetch, entities, eval, topics, health, schema, settings (the longer commands in app/commands/)."""
+replay, fetch, articles, entities, eval, topics, health, schema, settings (the longer commands in app/commands/)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,10 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                     f"(default {settings.api_processes}, NEWSAGG_API_PROCESSES)")  # fmt: skip
     up.add_argument("--workers", type=int, default=settings.worker_processes, metavar="M",
                     help=f"arq workers (default {settings.worker_processes}, NEWSAGG_WORKER_PROCESSES)")  # fmt: skip
+    up.add_argument("--article-workers", type=int, default=settings.article_worker_processes, metavar="K",
+                    help="processes that fetch article pages for their text, apart from the crawl; 0: no page is "
+                    f"fetched (default {settings.article_worker_processes}, "
+                    "NEWSAGG_ARTICLE_WORKER_PROCESSES)")  # fmt: skip
     up.add_argument("--speed", type=float, default=settings.demo_speed, metavar="X",
                     help="with --demo: replay X times faster than the news happened "
                     f"(default {settings.demo_speed:g}, NEWSAGG_DEMO_SPEED)")  # fmt: skip
@@ -49,10 +53,15 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
                               description="Serve GraphQL at /graphql and /healthz.")  # fmt: skip
     _add_bind(api, settings)
 
-    commands.add_parser("worker", help="run an arq worker only: crawling, WebSub, understanding and clustering, "
-                        "outbox relay, pruning",
-                        description="Run one arq worker (needs DATABASE_URL and REDIS_URL). Run several for more "
-                        "throughput; they share work through PostgreSQL row locks and the queue.")  # fmt: skip
+    worker = commands.add_parser("worker", help="run an arq worker only: crawling, WebSub, understanding and "
+                                 "clustering, outbox relay, pruning (and article pages unless "
+                                 "NEWSAGG_WORKER_FETCHES_ARTICLES=false); or, with --articles, article pages only",
+                                 description="Run one arq worker (needs DATABASE_URL and REDIS_URL). Run several for "
+                                 "more throughput; they share work through PostgreSQL row locks and the "
+                                 "queue.")  # fmt: skip
+    worker.add_argument("--articles", action="store_true",
+                        help="fetch article pages for their text only (the article queue), extraction at a lower CPU "
+                        "priority; set NEWSAGG_WORKER_FETCHES_ARTICLES=false for the crawl workers then")  # fmt: skip
 
     migrate = commands.add_parser("migrate", help="apply database migrations (embedded PostgreSQL if no URL)",
                                   description="Upgrade the database to the latest schema revision.")  # fmt: skip
@@ -68,6 +77,14 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     opml_import.add_argument("file", type=Path, help="OPML file; folders become source categories")
     opml_export = opml_commands.add_parser("export", help="write all sources as OPML 2.0")
     opml_export.add_argument("file", type=Path, nargs="?", help="output file (default: standard output)")
+
+    source_commands = commands.add_parser("sources", help="sources (embedded PostgreSQL if no URL)").add_subparsers(
+        dest="sources_command", required=True, metavar="ACTION")  # fmt: skip
+    merge = source_commands.add_parser(
+        "merge", help="merge source OTHER into SURVIVOR (one feed under two ids): its articles, fetch log, archive, "
+        "follows and mutes move; OTHER is deleted")  # fmt: skip
+    merge.add_argument("survivor", type=int, metavar="SURVIVOR", help="the source kept, with its settings")
+    merge.add_argument("other", type=int, metavar="OTHER", help="the source merged into it and deleted")
 
     users = commands.add_parser("users", help="accounts (embedded PostgreSQL if no URL)")
     user_commands = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
@@ -109,7 +126,22 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
         dest="fetch_command", required=True, metavar="ACTION")  # fmt: skip
     fetch_show = fetch_commands.add_parser("show", help="what one fetch received and the articles it produced")
     fetch_show.add_argument("id", type=int, help="the fetch's id (the fetch log's)")
-    fetch_show.add_argument("--body", action="store_true", help="print the archived body as received instead")
+    fetch_show.add_argument("--body", action="store_true", help="print the archived body as received instead (its "
+                            "first MB, with a note on stderr when there is more; control characters escaped on a "
+                            "terminal)")  # fmt: skip
+    fetch_show.add_argument("--full", action="store_true", help="with --body: all of it, however large")
+    fetch_show.add_argument("--max-bytes", type=int, default=1024 * 1024, metavar="N",
+                            help="with --body: print at most N bytes (default 1 MB)")  # fmt: skip
+    article_commands = commands.add_parser("articles", help="stored articles").add_subparsers(
+        dest="articles_command", required=True, metavar="ACTION")  # fmt: skip
+    fetch_text = article_commands.add_parser(
+        "fetch-text", help="queue page fetches for articles without text (stored before pages were fetched, or while "
+        "no article worker ran); idempotent, newest first, a JSON summary as the last line")  # fmt: skip
+    fetch_text.add_argument("--source", type=_count, metavar="ID", help="only this source's articles")
+    fetch_text.add_argument("--since", type=_date, metavar="DATE",
+                            help="only articles crawled since DATE (ISO 8601: 2026-11-20, "
+                            "2026-11-20T08:00Z)")  # fmt: skip
+    fetch_text.add_argument("--limit", type=_count, metavar="N", help="at most N articles, the newest")
     entity_commands = commands.add_parser("entities", help="named entities of stored articles").add_subparsers(
         dest="entities_command", required=True, metavar="WHAT")  # fmt: skip
     entity_commands.add_parser("backfill", help="extract the entities of articles stored before entities were")
@@ -221,11 +253,13 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         from app.runtime.supervisor import UpOptions, run_up
 
         logged = {"NEWSAGG_LOG_LEVEL": args.log_level, "NEWSAGG_LOG_FORMAT": args.log_format}  # to its processes
-        if args.apis < 1 or args.workers < 1:
-            print("--api and --workers take a number of processes, 1 or more", file=sys.stderr)
+        if args.apis < 1 or args.workers < 1 or args.article_workers < 0:
+            print("--api and --workers take a number of processes, 1 or more; --article-workers 0 or more",
+                  file=sys.stderr)  # fmt: skip
             return 2
         return run_up(settings, UpOptions(host=args.host, port=args.port, demo=args.demo, speed=args.speed,
-                                        apis=args.apis, workers=args.workers, environment=logged))  # fmt: skip
+                                        apis=args.apis, workers=args.workers, article_workers=args.article_workers,
+                                        environment=logged))  # fmt: skip
     if args.command == "api":
         import uvicorn
 
@@ -242,17 +276,21 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
         return None
     if args.command == "worker":
         from app.observability.multiprocess import serve
-        from jobs.worker import create_worker
+        from jobs.worker import create_article_worker, create_worker
 
         if settings.worker_metrics_address:
             serve(settings.worker_metrics_address)
-
-        create_worker(settings).run()
+        if args.articles:
+            create_article_worker(settings, process=True).run()
+        else:
+            create_worker(settings).run()
         return None
     if args.command == "migrate":
         return database.migrate(settings, args.revision, first_start=args.first_start)
     if args.command == "opml":
         return sources.opml(settings, args)
+    if args.command == "sources":
+        return sources.merge(settings, args.survivor, args.other)
     if args.command == "users":
         return accounts.users(settings, args)
     if args.command == "documents":
@@ -264,7 +302,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int | None:
     if args.command == "replay":
         return archive.replay(settings, args.source, args.since)
     if args.command == "fetch":
-        return archive.show(settings, args.id, args.body)
+        limit = None if args.full else max(args.max_bytes, 0)
+        return archive.show(settings, args.id, args.body, limit=limit)
+    if args.command == "articles":
+        from jobs.articles import page_queue
+
+        return articles.fetch_text(settings, args.source, args.since, args.limit, page_queue)
     if args.command == "entities":
         return articles.backfill_entities(settings)
     if args.command == "eval":
@@ -294,3 +337,10 @@ def _date(value: str) -> datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 date: {value!r}") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _count(value: str) -> int:
+    """A number from 1 to PostgreSQL's largest bigint (an id, a limit)."""
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) < 2**63:
+        raise argparse.ArgumentTypeError(f"not a number from 1 to 2^63-1: {value!r}")
+    return int(value)

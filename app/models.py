@@ -8,6 +8,7 @@ from app.entities.models import ArticleEntity
 from app.extraction.models import ArticleText
 from app.outbox.models import OutboxEvent
 from app.search.models import SearchTerm
+from app.sharing.models import ShareClickBatch, ShareLink, ShareLinkDay, ShareLinkKey
 from app.sources.models import CrawlSchedule, FetchLog, Source
 from app.stories.models import StoryCluster, StoryVocabulary
 from app.users.models import (
@@ -35,6 +36,10 @@ __all__ = [
     "OutboxEvent",
     "ReadEvent",
     "SearchTerm",
+    "ShareClickBatch",
+    "ShareLink",
+    "ShareLinkDay",
+    "ShareLinkKey",
     "Source",
     "SourceFollow",
     "SourceMute",

@@ -2,12 +2,15 @@
 
 A loopback server (a process of its own) serves summary-only feeds, each fetch bringing a new entry per feed, and
 article pages: the article extraction benchmark's real pages (`../shared/data/articles`) when present, else generated
-ones. A real worker (its main loop and, beside it, the article queue's worker) crawls them against a scratch
-database for `--seconds` with article fetching off, then on, then off and on again (alternating, so a noisy
-neighbour slows both alike). The crawl tick runs every second; its duration is the crawl latency the article work
-could steal from (same process, same event loop), with the event loop's lag sampled beside it.
+ones. A real crawl worker crawls them against a scratch database for `--seconds` with article fetching off, then on,
+then off and on again (alternating, so a noisy neighbour slows both alike), the pages fetched as deployed:
+`--deployment apart` (the default, as `newsagg up` runs them) by an article worker process of its own
+(`newsagg worker --articles`, running in both phases, idle in the off ones) while the crawl worker leaves the article
+queue alone; `--deployment inline` by the article queue's loop inside the crawl worker's process. The crawl tick runs
+every second; its duration is the crawl latency the article work could steal from, with the crawl worker's event
+loop's lag sampled beside it.
 
-    python -m bench.article_text [--sources N] [--seconds S] [--concurrency N]
+    python -m bench.article_text [--sources N] [--seconds S] [--concurrency N] [--deployment apart|inline]
 
 PostgreSQL: NEWSAGG_BENCH_DATABASE_URL, else 127.0.0.1:5432 (or embedded). Redis: NEWSAGG_BENCH_REDIS_URL, else
 NEWSAGG_TEST_REDIS_URL, else redis://127.0.0.1:6379/0 (queues of the run's own names).
@@ -22,15 +25,20 @@ import gzip
 import json
 import multiprocessing
 import os
+import signal
 import statistics
+import subprocess
+import sys
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from arq import cron
+from arq.worker import Worker
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -108,9 +116,37 @@ async def loop_lag(samples: list[float], stop: asyncio.Event) -> None:
         samples.append(time.perf_counter() - started - 0.05)
 
 
-async def phase(settings: Settings, seconds: float, fetching: bool) -> dict[str, float]:
+@contextlib.contextmanager
+def article_worker(settings: Settings, apart: bool) -> Iterator[None]:
+    """`newsagg worker --articles` on the run's database and queue, for the length of a phase (nothing: inline)."""
+    if not apart:
+        yield
+        return
+    assert settings.database_url
+    assert settings.redis_url
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEWSAGG_", "PROMETHEUS_"))} | {
+        "DATABASE_URL": settings.database_url, "REDIS_URL": settings.redis_url, "NEWSAGG_HOME": str(settings.home),
+        "NEWSAGG_ARTICLE_QUEUE_NAME": settings.article_queue_name, "NEWSAGG_ALLOW_LOOPBACK_SOURCES": "true",
+        "NEWSAGG_POLITENESS_REQUESTS_PER_SECOND": "1000", "NEWSAGG_POLITENESS_BURST": "100",
+        "NEWSAGG_ARTICLE_FETCH_CONCURRENCY": str(settings.article_fetch_concurrency), "NEWSAGG_LOG_LEVEL": "WARNING",
+    }  # fmt: skip
+    process = subprocess.Popen([sys.executable, "-m", "app", "worker", "--articles"], cwd=ROOT, env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)  # fmt: skip
+    try:
+        yield
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+async def phase(settings: Settings, seconds: float, fetching: bool, apart: bool) -> dict[str, float]:
     """Run a worker for `seconds` with article fetching on or off; its tick durations and what it did."""
-    phase_settings = settings.model_copy(update={"article_text_enabled": fetching})
+    chosen = {"article_text_enabled": fetching, "worker_fetches_articles": not apart}
+    phase_settings = settings.model_copy(update=chosen)
     ticks: list[float] = []
 
     async def timed_tick(ctx: dict[str, Any]) -> int:
@@ -127,18 +163,12 @@ async def phase(settings: Settings, seconds: float, fetching: bool) -> dict[str,
         fetches_before = await connection.scalar(select(func.count()).select_from(FetchLog))
     lags: list[float] = []
     stop = asyncio.Event()
-    probe = asyncio.create_task(loop_lag(lags, stop))
-    task = asyncio.create_task(worker.main())
-    await asyncio.sleep(seconds)
-    stop.set()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    try:
-        await worker.close()
-    except asyncio.CancelledError:  # arq's close stops at its cancelled jobs, before its on_shutdown
-        await shutdown(worker.ctx)  # which stops the article queue's loop: the next phase starts without it
-        await worker.pool.aclose()
+    with article_worker(phase_settings, apart):
+        probe = asyncio.create_task(loop_lag(lags, stop))
+        task = asyncio.create_task(worker.main())
+        await asyncio.sleep(seconds)
+        stop.set()
+        await _stopped(worker, task)
     await probe
     async with engine.connect() as connection:
         pages = (await connection.scalar(select(func.count()).select_from(ArticleText)) or 0) - (pages_before or 0)
@@ -147,6 +177,17 @@ async def phase(settings: Settings, seconds: float, fetching: bool) -> dict[str,
     return {"ticks": len(ticks), "tick_ms_p50": 1000 * percentile(ticks, 50),
             "tick_ms_p95": 1000 * percentile(ticks, 95), "loop_lag_ms_p95": 1000 * percentile(lags, 95),
             "pages_per_second": pages / seconds, "refreshes_per_second": fetches / seconds}  # fmt: skip
+
+
+async def _stopped(worker: Worker, task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    try:
+        await worker.close()
+    except asyncio.CancelledError:  # arq's close stops at its cancelled jobs, before its on_shutdown
+        await shutdown(worker.ctx)  # which stops the article queue's loop: the next phase starts without it
+        await worker.pool.aclose()
 
 
 async def prepare(settings: Settings, port: int, feeds: int) -> None:
@@ -165,7 +206,8 @@ def mean_of(runs: list[dict[str, float]], key: str) -> float:
     return statistics.fmean(run[key] for run in runs)
 
 
-async def main(feeds: int, entries: int, seconds: float, concurrency: int, rounds: int) -> dict[str, object]:
+async def main(feeds: int, entries: int, seconds: float, concurrency: int, rounds: int, deployment: str
+               ) -> dict[str, object]:  # fmt: skip
     pages, kind = load_pages()
     port = free_port()
     server = multiprocessing.get_context("fork").Process(target=serve, args=(port, pages, entries), daemon=True)
@@ -185,8 +227,8 @@ async def main(feeds: int, entries: int, seconds: float, concurrency: int, round
             off: list[dict[str, float]] = []
             on: list[dict[str, float]] = []
             for _ in range(rounds):
-                off.append(await phase(settings, seconds, fetching=False))
-                on.append(await phase(settings, seconds, fetching=True))
+                off.append(await phase(settings, seconds, fetching=False, apart=deployment == "apart"))
+                on.append(await phase(settings, seconds, fetching=True, apart=deployment == "apart"))
     finally:
         server.terminate()
         server.join()
@@ -194,7 +236,8 @@ async def main(feeds: int, entries: int, seconds: float, concurrency: int, round
                for key in ("tick_ms_p50", "tick_ms_p95", "loop_lag_ms_p95", "refreshes_per_second")}  # fmt: skip
     return {
         "pages": kind, "feeds": feeds, "new_entries_per_fetch": entries, "seconds_per_phase": seconds,
-        "rounds": rounds, "concurrency": concurrency,
+        "rounds": rounds, "concurrency": concurrency, "deployment": deployment,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
         "pages_per_second": round(mean_of(on, "pages_per_second"), 2),
         **summary,
@@ -211,5 +254,9 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=30, help="length of each phase (default 30)")
     parser.add_argument("--rounds", type=int, default=2, help="off/on pairs (default 2)")
     parser.add_argument("--concurrency", type=int, default=Settings().article_fetch_concurrency)
+    parser.add_argument("--deployment", choices=["apart", "inline"], default="apart",
+                        help="article pages fetched by an article worker process of its own (default), or by the "
+                        "crawl worker's process")  # fmt: skip
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(main(args.sources, args.entries, args.seconds, args.concurrency, args.rounds))))
+    result = main(args.sources, args.entries, args.seconds, args.concurrency, args.rounds, args.deployment)
+    print(json.dumps(asyncio.run(result)))

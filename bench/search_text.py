@@ -5,7 +5,7 @@ bench/search.py's corpus (`--articles`, default 100,000: the real feed items and
 scratch database and searched with its query mix (~400 queries, each without and with filters) as title and summary
 only; then every article gets a text (`article_texts`, as extraction stores it: the summaries of the next
 `--body-summaries` articles, about 3 KB of real news sentences, the median article body; one in 50 a 30 KB page, over
-the 20,000-character cap), whose body vectors the triggers of migration 0021 compute as texts arrive; then VACUUM
+the 20,000-character cap), whose body vectors the triggers of migration 0024 compute as texts arrive; then VACUUM
 ANALYZE as autovacuum would, and the same searches again. Figures: p50/p95 of both rounds and their ratios, hits
 found, the rate texts are indexed at (what the migration's backfill and the page-fetch path pay per text), and the
 articles table's size before and after.

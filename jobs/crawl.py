@@ -24,20 +24,36 @@ log = logging.getLogger(__name__)
 
 
 async def crawl_tick(ctx: dict[str, Any]) -> int:
-    """Claim due sources and enqueue one refresh each, after the claim commits. Each claim's job has an id of its own
-    (a job stranded by a dead worker keeps its id taken in arq for an hour: it must not block the next claim's)."""
+    """Claim due sources and enqueue one refresh each, after the claim commits; claim again, up to
+    NEWSAGG_CRAWL_BATCHES_PER_TICK times, while each claim is full and fewer jobs than a tick's whole capacity wait
+    in the crawl queue (past that the workers are behind, and more claims would only queue work nobody does). Each
+    claim's job has an id of its own (a job stranded by a dead worker keeps its id taken in arq for an hour: it must
+    not block the next claim's)."""
     services: Services = ctx["services"]
-    now = datetime.now(UTC)  # names the claims
-    async with services.db.begin() as session:
-        claimed = await claim_due_sources(session, services.settings, now, claimed_by=ctx["heartbeat"].worker_id)
-    for source_id in claimed:
-        await ctx["redis"].enqueue_job(
-            REFRESH_SOURCE, source_id, claimed_at=now, _job_id=refresh_job_id(source_id, now),
-            _queue_name=services.settings.queue_name,
-        )  # fmt: skip
-    if claimed:
-        log.info("crawl tick claimed %d sources", len(claimed))
-    return len(claimed)
+    settings = services.settings
+    total = 0
+    for _ in range(settings.crawl_batches_per_tick):
+        now = datetime.now(UTC)  # names the claims
+        async with services.db.begin() as session:
+            claimed = await claim_due_sources(session, settings, now, claimed_by=ctx["heartbeat"].worker_id)
+        for source_id in claimed:
+            await ctx["redis"].enqueue_job(
+                REFRESH_SOURCE, source_id, claimed_at=now, _job_id=refresh_job_id(source_id, now),
+                _queue_name=settings.queue_name,
+            )  # fmt: skip
+        total += len(claimed)
+        backlog = settings.crawl_batch_size * settings.crawl_batches_per_tick  # one tick's worth of jobs waiting
+        if len(claimed) < settings.crawl_batch_size or await _jobs_waiting(ctx, now) >= backlog:
+            break
+    if total:
+        log.info("crawl tick claimed %d sources", total)
+    return total
+
+
+async def _jobs_waiting(ctx: dict[str, Any], now: datetime) -> int:
+    """Jobs of the crawl queue due by `now` that no worker has taken yet (deferred ones wait for their time)."""
+    queue: str = ctx["services"].settings.queue_name
+    return int(await ctx["redis"].zcount(queue, "-inf", int(now.timestamp() * 1000)))
 
 
 async def crawl_priority_job(ctx: dict[str, Any]) -> dict[str, int]:

@@ -1,5 +1,6 @@
 """The worker's arq loop, made to outlive Redis: arq's `Worker.main` ends at the first failed Redis call, so it is
-restarted with back-off (logged and counted); a job that failed on Redis is retried later with back-off."""
+restarted with back-off (logged and counted); a job that failed on Redis, or on PostgreSQL being unreachable, is retried
+later with back-off."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Any
 
 from arq.worker import Retry, Worker
 from redis.exceptions import RedisError
+from sqlalchemy.exc import DBAPIError, InterfaceError
 
 from app.resilience.backoff import Backoff
-from app.resilience.metrics import REDIS_DEGRADED, WORKER_RESTARTS
+from app.resilience.metrics import DATABASE_RETRIES, REDIS_DEGRADED, WORKER_RESTARTS
 
 log = logging.getLogger(__name__)
 
@@ -51,16 +53,46 @@ JobFunction = Callable[..., Coroutine[Any, Any, Any]]
 
 
 def retried_on_redis(function: JobFunction) -> JobFunction:
-    """`function`, run again later (arq's Retry, while its tries last) when it fails because Redis is unreachable."""
+    """`function`, run again later (arq's Retry, while its tries last) when it fails because Redis or PostgreSQL is
+    unreachable (refused, dropped, shutting down); the log and the metrics say which."""
 
     @functools.wraps(function)
     async def job(ctx: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return await function(ctx, *args, **kwargs)
-        except REDIS_FAILURES as error:
-            REDIS_DEGRADED.labels("job").inc()
+        except (*REDIS_FAILURES, DBAPIError) as error:
+            server = lost_server(error)
+            if server is None:
+                raise
+            (REDIS_DEGRADED.labels("job") if server == "Redis" else DATABASE_RETRIES).inc()
             wait = min(REDIS_RETRY_CAP_S, REDIS_RETRY_FIRST_S * 2 ** (int(ctx.get("job_try") or 1) - 1))
-            log.warning("job %s failed on Redis (%s); retried in %.0f s", function.__name__, error, wait)
+            log.warning("job %s failed on %s (%s: %s); retried in %.0f s", function.__name__, server,
+                        type(error).__name__, str(error).split("\n", 1)[0], wait)  # fmt: skip
             raise Retry(defer=wait) from error
 
     return job
+
+
+_DATABASE_GONE = ("08", "57P01", "57P02", "57P03")  # SQLSTATE: connection exception; shut down; cannot connect now
+
+
+def lost_server(error: BaseException) -> str | None:
+    """ "PostgreSQL" or "Redis" when `error` says that server could not be reached; None when it is another error."""
+    if isinstance(error, DBAPIError):
+        sqlstate = str(getattr(error.orig, "sqlstate", None) or getattr(error.orig, "pgcode", None) or "")
+        gone = error.connection_invalidated or isinstance(error, InterfaceError) or sqlstate.startswith(_DATABASE_GONE)
+        return "PostgreSQL" if gone else None
+    if isinstance(error, RedisError):
+        return "Redis"
+    if isinstance(error, REDIS_FAILURES):  # a bare socket error: whose driver raised it?
+        return "PostgreSQL" if _raised_in(error, ("asyncpg", "sqlalchemy")) else "Redis"
+    return None
+
+
+def _raised_in(error: BaseException, packages: tuple[str, ...]) -> bool:
+    frame = error.__traceback__
+    while frame is not None:
+        if str(frame.tb_frame.f_globals.get("__name__", "")).startswith(packages):
+            return True
+        frame = frame.tb_next
+    return False

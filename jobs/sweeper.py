@@ -1,5 +1,5 @@
 """The sweeper job: every few seconds, workers whose heartbeat stopped are let go, claims whose refresh job was lost
-return to pending, and articles whose understanding was lost are enqueued again (app/workers/sweep.py)."""
+return to pending, and articles whose understanding or page job was lost are enqueued again (app/workers/sweep.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 
 from app.queue_names import UNDERSTAND_ARTICLES
 from app.services import Services
-from app.workers.metrics import ARTICLES_REQUEUED
-from app.workers.sweep import release_jobless_claims, sweep
+from app.workers.metrics import ARTICLES_REQUEUED, PAGES_REQUEUED
+from app.workers.sweep import lost_page_fetches, release_jobless_claims, sweep
+from jobs.articles import enqueue_page_fetches
 
 log = logging.getLogger(__name__)
 
@@ -34,4 +35,15 @@ async def sweep_job(ctx: dict[str, Any]) -> int:
     if requeued:
         log.warning("sweep: %d articles stored but never understood or clustered are enqueued again", requeued)
         ARTICLES_REQUEUED.inc(requeued)
+    await requeue_lost_pages(ctx, services)
+    return requeued
+
+
+async def requeue_lost_pages(ctx: dict[str, Any], services: Services) -> int:
+    """Page jobs lost with Redis (or never enqueued) enqueued again, each once: its article is then seen queued."""
+    lost = await lost_page_fetches(services.engine, ctx["redis"], services.settings)
+    requeued = await enqueue_page_fetches(ctx["redis"], services.settings, lost, again="sweep")
+    if requeued:
+        log.warning("sweep: %d articles whose page job was lost have it enqueued again", requeued)
+        PAGES_REQUEUED.inc(requeued)
     return requeued

@@ -1,8 +1,9 @@
 """The arq worker: crawling (the crawl tick, source refreshes, WebSub pushes and subscriptions), understanding and
 clustering new articles into stories, relaying the outbox to Redis, keeping the search index in sync (and building the
 day's text-search index over the last days' articles), sweeping up work whose worker died, and deleting rows past
-their retention; it samples its backlogs for /metrics; beside its main loop, a second one fetches article pages for
-their text from a queue of its own (jobs/articles.py). The jobs live in jobs/crawl.py, jobs/websub.py,
+their retention; it samples its backlogs for /metrics; beside its main loop, a second one may fetch article pages
+for their text from a queue of their own (jobs/articles.py), unless article workers of their own do
+(`newsagg worker --articles`, create_article_worker). The jobs live in jobs/crawl.py, jobs/websub.py,
 jobs/stories.py, jobs/outbox.py, jobs/search.py, jobs/sweeper.py, jobs/retention.py and jobs/backlogs.py; each process
 beats a heartbeat (app/workers/heartbeat.py); this module starts and registers them, each timed and its failures
 counted (app/observability/work.py)."""
@@ -43,6 +44,7 @@ from jobs.loop import ResilientWorker, retried_on_redis
 from jobs.outbox import relay_outbox_job
 from jobs.retention import RETENTION_TIMEOUT_S, retention_job
 from jobs.search import recent_index_job, stored_bodies_job, sync_search_job
+from jobs.sharing import flush_share_clicks_job
 from jobs.stories import merge_stories_job, understand_articles_job
 from jobs.sweeper import sweep_job
 from jobs.websub import websub_renew, websub_subscribe_job
@@ -57,8 +59,14 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["clustering"] = ClusteringCache(timedelta(seconds=settings.velocity_window_seconds))
     ctx["heartbeat"] = Heartbeat(settings)  # its id names the claims this worker holds
     await ctx["heartbeat"].start()
-    if ctx.get("article_worker") and settings.article_fetch_concurrency > 0:
+    if ctx.get("article_worker") and fetches_articles_inline(settings):
         ctx["article_worker"] = await ArticleWorker.start(settings, ctx)
+
+
+def fetches_articles_inline(settings: Settings) -> bool:
+    """Whether a crawl worker also runs the article queue: unless article workers of their own do
+    (`worker_fetches_articles` false), or it may fetch none at once."""
+    return settings.worker_fetches_articles and settings.article_fetch_concurrency > 0
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
@@ -115,33 +123,48 @@ async def _article_startup(ctx: dict[str, Any]) -> None:
         _open(ctx)
 
 
-def article_worker_options(settings: Settings) -> dict[str, Any]:
-    """The article queue's worker: one job function, `article_fetch_concurrency` jobs at once."""
+async def _article_process_startup(ctx: dict[str, Any]) -> None:
+    """An article worker process (`newsagg worker --articles`): the handles, and a heartbeat as every worker beats."""
+    if "services" in ctx:
+        return  # the loop restarted after a Redis outage (jobs/loop.py)
+    _open(ctx)
+    ctx["heartbeat"] = Heartbeat(ctx["settings"], role="article worker")
+    await ctx["heartbeat"].start()
+
+
+async def _article_process_shutdown(ctx: dict[str, Any]) -> None:
+    await ctx["heartbeat"].stop()
+    await _close(ctx)
+
+
+def article_worker_options(settings: Settings, *, process: bool = False) -> dict[str, Any]:
+    """The article queue's worker: one job function, `article_fetch_concurrency` jobs at once; a `process` of its
+    own beats a heartbeat and stops on SIGTERM."""
     if not settings.redis_url:
         raise SystemExit("REDIS_URL is not set: run `newsagg up` (starts embedded Redis) or set REDIS_URL")
     return {
         "functions": [_job(fetch_article_text_job, FETCH_ARTICLE_TEXT, max_tries=REDIS_TRIES)],
-        "on_startup": _article_startup,
-        "on_shutdown": _close,
+        "on_startup": _article_process_startup if process else _article_startup,
+        "on_shutdown": _article_process_shutdown if process else _close,
         "redis_settings": RedisSettings.from_dsn(settings.redis_url),
         "queue_name": settings.article_queue_name,
         "poll_delay": settings.worker_poll_delay_seconds,
         "max_jobs": max(1, settings.article_fetch_concurrency),
         "ctx": {"settings": settings},
-        "handle_signals": False,
+        "handle_signals": process,
         "health_check_interval": 60,
     }
 
 
-def create_article_worker(settings: Settings, **overrides: Any) -> Worker:
-    """The article queue's worker on its own (tests run it in burst mode); in production each worker process runs
-    one beside its main loop (ArticleWorker)."""
-    options = {**article_worker_options(settings), **overrides}
+def create_article_worker(settings: Settings, *, process: bool = False, **overrides: Any) -> Worker:
+    """The article queue's worker on its own: `newsagg worker --articles` (`process`), or tests in burst mode; a
+    crawl worker may also run one beside its main loop (ArticleWorker)."""
+    options = {**article_worker_options(settings, process=process), **overrides}
     return ResilientWorker(**options, backoff_cap=settings.redis_backoff_max_seconds)
 
 
 REDIS_TRIES = 6  # a job that keeps failing on Redis gives up after about a minute of retries (1+2+4+8+16 s)
-STORED_BODIES_TIMEOUT_S = 6 * 3600  # texts stored before 0021 indexed in small batches (5 ms each: 4 h for 3M)
+STORED_BODIES_TIMEOUT_S = 6 * 3600  # texts stored before 0024 indexed in small batches (5 ms each: 4 h for 3M)
 RECENT_INDEX_TIMEOUT_S = 3600  # building the recent search index reads the last days' articles (15 s at 240,000)
 
 
@@ -188,6 +211,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             _cron(merge_stories_job, **_every(settings.story_merge_seconds)),
             _cron(crawl_priority_job, **_every(settings.crawl_priority_every_seconds)),
             _cron(relay_outbox_job, second=tick_seconds(5)),
+            _cron(flush_share_clicks_job, **_every(settings.share_click_flush_seconds)),
             _cron(sync_search_job, second=tick_seconds(5)),
             _cron(sweep_job, second=tick_seconds(settings.sweep_seconds), run_at_startup=True),
             _cron(sample_backlogs_job, second=tick_seconds(SAMPLE_SECONDS), run_at_startup=True),

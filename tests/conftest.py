@@ -24,6 +24,7 @@ from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.asgi import create_app
+from app.archive.service import forget_references
 from app.db.migrate import upgrade
 from app.db.scratch import scratch_database
 from app.models import Base
@@ -129,6 +130,7 @@ async def clean_state(request: pytest.FixtureRequest) -> None:
     services: Services = request.getfixturevalue("services")
     async with services.engine.begin() as connection:
         await connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    forget_references()  # ids start again: the process's reference bodies were the last test's
     await services.redis.flushdb()
 
 

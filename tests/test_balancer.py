@@ -41,8 +41,15 @@ def test_haproxy_accepts_both_configurations(form: str, tmp_path: Path) -> None:
 
 @needs_haproxy
 def test_api_processes_behind_the_balancer_trust_it_and_the_operators_proxies(tmp_path: Path) -> None:
-    fleet = children(Fleet("0.0.0.0", 8000, apis=3, workers=2), {}, tmp_path, ["10.0.0.0/8"])
-    assert [child.name for child in fleet] == ["api-1", "api-2", "api-3", "balancer", "worker-1", "worker-2"]
+    fleet = children(Fleet("0.0.0.0", 8000, apis=3, workers=2, article_workers=2), {}, tmp_path, ["10.0.0.0/8"])
+    assert [child.name for child in fleet] == ["api-1", "api-2", "api-3", "balancer", "worker-1", "worker-2",
+                                               "article-worker-1", "article-worker-2"]  # fmt: skip
+    for crawling in fleet[4:6]:  # they leave article pages to the article workers
+        assert crawling.command[-1] == "worker"
+        assert crawling.env["NEWSAGG_WORKER_FETCHES_ARTICLES"] == "false"
+    for fetching in fleet[6:]:
+        assert fetching.command[-2:] == ["worker", "--articles"]
+        assert "NEWSAGG_WORKER_FETCHES_ARTICLES" not in fetching.env
     for api in fleet[:3]:
         assert json.loads(api.env["NEWSAGG_RATE_LIMIT_TRUSTED_PROXIES"]) == ["10.0.0.0/8", "127.0.0.1/32"]
         assert api.command[-4:-2] == ["--host", "127.0.0.1"]
@@ -55,8 +62,9 @@ def test_without_haproxy_one_api_process_serves_and_the_log_says_why(
     monkeypatch.setenv("PATH", str(tmp_path))  # no haproxy on it
     monkeypatch.setattr("app.runtime.balancer.SYSTEM_BINARIES", ())
     with caplog.at_level(logging.WARNING):
-        fleet = children(Fleet("127.0.0.1", 8000, apis=4, workers=1), {}, tmp_path, [])
+        fleet = children(Fleet("127.0.0.1", 8000, apis=4, workers=1, article_workers=0), {}, tmp_path, [])
     assert [child.name for child in fleet] == ["api", "worker"]
+    assert fleet[1].env["NEWSAGG_ARTICLE_TEXT_ENABLED"] == "false"  # no article worker: no page job is enqueued
     assert fleet[0].command[-4:] == ["--host", "127.0.0.1", "--port", "8000"]
     assert "no haproxy is installed" in caplog.text
 

@@ -78,9 +78,9 @@ async def test_breaking_and_trending_stories_bring_their_sources_crawls_forward(
         await session.execute(update(CrawlSchedule).where(CrawlSchedule.source_id == failing)
                               .values(consecutive_failures=2))  # fmt: skip
     await add_story(services, StorySpec("Quake hits the coast", [breaking_a, breaking_b, failing], breaking=True))
-    story, articles = await add_story(services, StorySpec("Budget vote tonight", [trending]))
+    story, _ = await add_story(services, StorySpec("Budget vote tonight", [trending]))
     await add_story(services, StorySpec("Village fete", [quiet]))
-    await record_arrivals(services.redis, {articles[0]: story}, datetime.now(UTC))
+    await record_arrivals(services.redis, dict.fromkeys(range(5), story), datetime.now(UTC))  # five outlets now
     before = await schedules(services)
 
     raised = await crawl_priority_job({"services": services})
@@ -129,3 +129,63 @@ async def test_a_story_the_clusterer_finds_breaking_raises_the_outlets_covering_
     assert [after[i].priority for i in fast] == [settings.crawl_priority_breaking] * 6
     assert after[quiet].priority == 0
     assert all(after[i].next_crawl_at <= datetime.now(UTC) for i in fast)  # fetched 10 min ago: due at once
+
+
+async def test_on_a_quiet_day_the_top_trending_stories_raise_nothing(services: Services, settings: Settings) -> None:
+    """Given the only stories of the hour each one article old (scores of about 1, under the minimum of 3), when the
+    priority job runs, no source is raised; once one story gathers arrivals past the minimum, its sources are."""
+    lone_a, lone_b, busy = await outlets(services, settings, 3, due_in=timedelta(hours=1))
+    stories = {source: await add_story(services, StorySpec(f"Story of {source}", [source])) for source in (lone_a,
+               lone_b, busy)}  # fmt: skip
+    now = datetime.now(UTC)
+    await record_arrivals(services.redis, {articles[0]: story for story, articles in stories.values()}, now)
+
+    assert await crawl_priority_job({"services": services}) == {"breaking": 0, "trending": 0}
+    assert {s.priority for s in (await schedules(services)).values()} == {0}
+
+    busy_story = stories[busy][0]
+    await record_arrivals(services.redis, dict.fromkeys(range(3), busy_story), now)  # 4 arrivals now: a score of 4
+    assert await crawl_priority_job({"services": services}) == {"breaking": 0, "trending": 1}
+    after = await schedules(services)
+    assert (after[lone_a].priority, after[lone_b].priority, after[busy].priority) == (0, 0, 60)
+
+
+WEBSUB_FLOOD = 2000
+
+
+async def test_a_websub_push_flood_raises_its_source_once_per_window_and_starves_nobody(
+    services: Services, settings: Settings
+) -> None:
+    """Given a publisher whose hub pushes 2,000 times in a few minutes, and 50 other sources whose hubs push once
+    each, when every push raises its source as ingest_push_job does, then the flooding source was raised once in
+    the window (its priority decays as anyone's), every other source once, and when the next window opens after
+    the flood a push raises it again."""
+    flooder, *others = await outlets(services, settings, 51, due_in=timedelta(minutes=-5))
+    start = datetime.now(UTC)
+    window = timedelta(minutes=settings.crawl_priority_websub_window_minutes)
+    raised = 0
+    async with services.engine.begin() as connection:
+        for k in range(WEBSUB_FLOOD):
+            at = start + k * (window / (2 * WEBSUB_FLOOD))  # the flood lasts half a window
+            raised += await raise_sources(connection, settings, [flooder], reason="websub", now=at)
+            if 0 < k <= len(others):
+                raised += await raise_sources(connection, settings, [others[k - 1]], reason="websub", now=at)
+    assert raised == 1 + len(others)
+    now = start + window / 2
+    after = await schedules(services)
+    half_life_s = settings.crawl_priority_half_life_minutes * 60
+    flooder_now = decayed(after[flooder].priority, after[flooder].priority_at, now, half_life_s)
+    others_now = [decayed(after[i].priority, after[i].priority_at, now, half_life_s) for i in others]
+    assert after[flooder].priority_at == start  # raised by the first push only
+    assert flooder_now < min(others_now)  # pushed first and most: decayed the longest, so it is claimed last
+    async with services.engine.begin() as connection:
+        assert await raise_sources(connection, settings, [flooder], reason="websub", now=start + window) == 1
+
+
+async def test_a_zero_websub_window_lets_every_push_raise(services: Services, settings: Settings) -> None:
+    (pushed,) = await outlets(services, settings, 1, due_in=timedelta(minutes=-5))
+    every_push = settings.model_copy(update={"crawl_priority_websub_window_minutes": 0})
+    now = datetime.now(UTC)
+    async with services.engine.begin() as connection:
+        assert [await raise_sources(connection, every_push, [pushed], reason="websub", now=now + timedelta(seconds=k))
+                for k in range(3)] == [1, 1, 1]  # fmt: skip

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select, update
 
+from app.archive.models import ArchivedFetch
 from app.articles.models import Article
 from app.services import Services
 from app.settings import Settings
@@ -214,3 +215,44 @@ async def test_leases_are_renewed_before_they_end(hub: str, crawl: Crawl, servic
     assert len(subscribes) == 2
     assert subscribes[0]["hub.callback"] == subscribes[1]["hub.callback"]  # the same subscription, renewed
     assert len(state["subscriptions"]) == 1
+
+
+PUSH_FLOOD, ARCHIVE_CAP = 600, 40
+
+
+async def test_a_push_flood_stores_every_entry_raises_its_source_once_and_fills_no_archive(
+    subscribed: Subscription, hub: str, crawl: Crawl, services: Services, settings: Settings
+) -> None:
+    """Given a subscribed source, when its hub pushes 600 signed documents in a burst (each with two new entries),
+    then every entry is stored, the source's crawl priority was raised by the first push only (the window), and its
+    archive holds at most the hour's cap of bodies, the rest counted as skipped."""
+    source, feed_url, callback = subscribed
+    archived_before = await _archived(services, source.id)
+    settings.fetch_archive_per_source_per_hour = ARCHIVE_CAP
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            for k in range(PUSH_FLOOD):
+                body = hub_feed(feed_url, hub, 2, start=100 + 2 * k)
+                signature = "sha256=" + hmac.new(str(source.websub_secret).encode(), body, hashlib.sha256).hexdigest()
+                pushed = await client.post(callback, content=body, headers={
+                    "X-Hub-Signature": signature, "Content-Type": "application/rss+xml"})  # fmt: skip
+                assert pushed.status_code == 202
+        await crawl(tick=False)  # the ingest jobs the pushes enqueued
+    finally:
+        settings.fetch_archive_per_source_per_hour = Settings.model_fields["fetch_archive_per_source_per_hour"].default
+    assert await article_count(services) == 2 + 2 * PUSH_FLOOD  # nothing pushed was lost
+    async with services.db() as session:
+        schedule = await session.get(CrawlSchedule, source.id)
+        logged = await session.scalar(select(func.count()).select_from(FetchLog).where(FetchLog.source_id == source.id))
+    assert schedule is not None
+    assert schedule.websub_raised_at is not None
+    assert schedule.priority_at == schedule.websub_raised_at  # no later push raised it again
+    assert logged == 1 + PUSH_FLOOD  # every push logged as a fetch is
+    assert await _archived(services, source.id) == ARCHIVE_CAP
+    assert archived_before == 1
+
+
+async def _archived(services: Services, source_id: int) -> int:
+    async with services.db() as session:
+        query = select(func.count()).select_from(ArchivedFetch).where(ArchivedFetch.source_id == source_id)
+        return int(await session.scalar(query) or 0)

@@ -25,6 +25,7 @@ from app.api.observability import RequestObservation, metrics
 from app.api.queue import JobQueue
 from app.api.response_cache import encode_response
 from app.api.schema import build_schema
+from app.api.share_links import share_link_routes
 from app.api.websocket import PONG_INTERVALS, NewsaggTransportWSHandler
 from app.api.websub import websub_routes
 from app.api.ws_admission import admit
@@ -116,6 +117,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             Route("/graphql", graphql_app),
             WebSocketRoute("/graphql", graphql_app),
             *websub_routes(lambda: holder["services"], queue),
+            *share_link_routes(lambda: holder["services"]),
             *([graphiql_files()] if settings.graphiql else []),
         ],
         lifespan=lifespan,

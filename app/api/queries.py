@@ -12,6 +12,7 @@ from app.api import feed as feeds
 from app.api.context import Info
 from app.api.feed import FeedConnection
 from app.api.filters import language_codes, topic_values
+from app.api.mutations.share_link import share_link
 from app.api.relay import after_id_key, after_time_key, build_connection, id_of, page_size, resolve_global_id
 from app.api.search import SearchConnection
 from app.api.search import search as search_articles
@@ -22,6 +23,7 @@ from app.api.types.breaking import CURSOR_KIND as BREAKING_CURSOR
 from app.api.types.breaking import BreakingEvent
 from app.api.types.enums import SourceStatusEnum, TopicEnum
 from app.api.types.rate_limit import RateLimit, rate_limit
+from app.api.types.share_link import ShareLinkNode
 from app.api.types.source import SourceNode
 from app.api.types.story import StoryNode
 from app.api.types.viewer import Viewer
@@ -208,6 +210,11 @@ class Query:
         description="People, organisations and places being named fastest now: articles naming each in the window "
         "beyond their rate before it (only those named more than that rate predicts), for the topics and languages "
         "(ISO 639-1) given (public).",
+    )
+    share_link: ShareLinkNode | None = strawberry.field(
+        resolver=share_link,
+        description="One of your share links by its code, with its clicks by day and referrer (null for a code that "
+        "is not one of yours).",
     )
     rate_limit: RateLimit | None = strawberry.field(
         resolver=rate_limit, description="Your points budget, GitHub's way (`dryRun: true` prices the query only)."

@@ -26,6 +26,7 @@ from app.api.mutations.accounts import (
 )
 from app.api.mutations.engagement import EngagementPayload, engagement_record
 from app.api.mutations.preferences import ViewerPayload
+from app.api.mutations.share_link import ShareLinkCreatePayload, share_link_create
 from app.api.mutations.source_create import SourceCreatePayload, source_create
 from app.api.mutations.source_delete import SourceDeletePayload, source_delete
 from app.api.mutations.source_refresh import SourceRefreshPayload, source_refresh
@@ -97,6 +98,11 @@ class Mutation:
     engagement_record: EngagementPayload = strawberry.mutation(
         resolver=engagement_record,
         description="What you did with an article: it moves your interests at once (idempotent per session).",
+    )
+    share_link_create: ShareLinkCreatePayload = strawberry.mutation(
+        resolver=share_link_create,
+        description="A short link to an article or story that counts its clicks (signed-in readers; sharing the same "
+        "thing again returns the same link; NEWSAGG_SHARE_LINKS_PER_HOUR new links an hour).",
     )
     preferred_languages_set: ViewerPayload = strawberry.mutation(
         resolver=preferences.preferred_languages_set,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select, text
+from sqlalchemy import func, insert, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from app.archive.models import ArchivedFetch, FetchedArticle
@@ -29,31 +29,71 @@ async def link_articles(db: Executor, fetch_id: int, article_ids: Sequence[int],
         await db.execute(pg_insert(FetchedArticle).values(rows).on_conflict_do_nothing())
 
 
-async def archived_ids(db: Executor, source_id: int, *, since: datetime) -> list[int]:
-    """The source's archived fetches since `since`, oldest first (replay goes in the order they were fetched)."""
-    query = (select(ArchivedFetch.id).where(ArchivedFetch.source_id == source_id, ArchivedFetch.fetched_at >= since)
-             .order_by(ArchivedFetch.fetched_at, ArchivedFetch.id))  # fmt: skip
-    return list(await db.scalars(query))
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """An archived fetch as a replay lists it, before reading its body."""
+
+    id: int
+    fetched_at: datetime
+    raw_bytes: int
+
+
+async def archived_page(
+    db: Executor, source_id: int, *, since: datetime, after: tuple[datetime, int] | None, limit: int
+) -> list[Listed]:
+    """The source's next `limit` archived fetches since `since` after `after` (fetched_at, id), oldest first (replay
+    goes in the order they were fetched); keyset-paged on ix_fetch_archive_source_fetched, no body read."""
+    query = (select(ArchivedFetch.id, ArchivedFetch.fetched_at, ArchivedFetch.raw_bytes)
+             .where(ArchivedFetch.source_id == source_id, ArchivedFetch.fetched_at >= since)
+             .order_by(ArchivedFetch.fetched_at, ArchivedFetch.id).limit(limit))  # fmt: skip
+    if after is not None:
+        query = query.where(tuple_(ArchivedFetch.fetched_at, ArchivedFetch.id) > tuple_(*after))
+    return [Listed(row.id, row.fetched_at, row.raw_bytes) for row in await db.execute(query)]
+
+
+async def archived_count(db: Executor, source_id: int, *, since: datetime) -> int:
+    query = select(func.count()).where(ArchivedFetch.source_id == source_id, ArchivedFetch.fetched_at >= since)
+    return int(await db.scalar(query) or 0)
+
+
+async def archived_rows(db: Executor, fetch_ids: Sequence[int]) -> list[Any]:
+    """These archived fetches (every column, the body's frame included), in the order given; pruned ones left out."""
+    rows = {row.id: row for row in await db.execute(select(ArchivedFetch.__table__).where(
+        ArchivedFetch.id.in_(list(fetch_ids))))}  # fmt: skip
+    return [rows[i] for i in fetch_ids if i in rows]
 
 
 async def archived(db: Executor, fetch_id: int) -> Any:
-    """One archived fetch (its columns, and `reference`: the frame of the body it is compressed against), or None."""
-    reference = ArchivedFetch.__table__.alias("reference")
-    query = (select(ArchivedFetch.__table__, reference.c.body.label("reference"))
-             .outerjoin(reference, reference.c.id == ArchivedFetch.reference_id)
-             .where(ArchivedFetch.id == fetch_id))  # fmt: skip
-    return (await db.execute(query)).first()
+    """One archived fetch (every column; `reference_id` names the body it is compressed against), or None."""
+    return (await db.execute(select(ArchivedFetch.__table__).where(ArchivedFetch.id == fetch_id))).first()
+
+
+async def reference_frame(db: Executor, reference_id: int) -> tuple[bytes, int]:
+    """A body stored whole: its frame and its size as received. LookupError when it is gone."""
+    row = (await db.execute(select(ArchivedFetch.body, ArchivedFetch.raw_bytes).where(
+        ArchivedFetch.id == reference_id))).first()  # fmt: skip
+    if row is None:
+        raise LookupError(f"reference body {reference_id} is missing")
+    return row.body, row.raw_bytes
+
+
+async def archived_within(db: Executor, source_id: int, window: timedelta) -> int:
+    """How many of the source's bodies were archived in the last `window`, on the database's clock as fetched_at's
+    default (ix_fetch_archive_source_fetched)."""
+    query = select(func.count()).where(ArchivedFetch.source_id == source_id,
+                                       ArchivedFetch.fetched_at >= func.now() - window)  # fmt: skip
+    return int(await db.scalar(query) or 0)
 
 
 _CURRENT_REFERENCE = text("""
-    SELECT k.id, k.body, (SELECT count(*) FROM fetch_archive AS d WHERE d.reference_id = k.id) AS followers
+    SELECT k.id, (SELECT count(*) FROM fetch_archive AS d WHERE d.reference_id = k.id) AS followers
     FROM fetch_archive AS k WHERE k.source_id = :source_id AND k.reference_id IS NULL
     ORDER BY k.id DESC LIMIT 1
 """)
 
 
 async def current_reference(db: Executor, source_id: int) -> Any:
-    """The source's latest body stored whole (id, body frame) and how many are compressed against it, or None."""
+    """The source's latest body stored whole (its id) and how many are compressed against it, or None."""
     return (await db.execute(_CURRENT_REFERENCE, {"source_id": source_id})).first()
 
 
@@ -112,6 +152,12 @@ async def update_texts(db: Executor, changes: dict[int, tuple[str, str, str | No
             "id": ids, "title": [changes[i][0] for i in ids], "summary": [changes[i][1] for i in ids],
             "author": [changes[i][2] for i in ids], "content_hash": [changes[i][3] for i in ids],
         })  # fmt: skip
+
+
+async def stories_of(db: Executor, article_ids: Sequence[int]) -> list[int]:
+    """The stories holding these articles."""
+    query = select(Article.cluster_id).where(Article.id.in_(list(article_ids)), Article.cluster_id.is_not(None))
+    return sorted({story for story in await db.scalars(query) if story is not None})
 
 
 async def source_exists(db: Executor, source_id: int) -> bool:

@@ -3,52 +3,114 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
+from datetime import timedelta
+from functools import partial
+from typing import Any, TypeVar
 
 from prometheus_client import Counter
 
 from app.archive import repository
-from app.archive.compression import compress, decompress
+from app.archive.compression import compress, decompress, stream
+from app.archive.references import Reference, ReferenceCache, prepare
 from app.db.engine import Executor
 from app.ingest.fetch import FetchedFeed
+from app.ingest.parser_thread import in_parser_thread
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 ARCHIVED_BYTES = Counter("newsagg_fetch_archive_bytes", "Feed bodies archived, before and after zstd.", ["form"])
+REFERENCE_READS = Counter("newsagg_fetch_archive_reference_reads", "Reference bodies wanted, by where they came from.",
+                          ["found"])  # fmt: skip
+# Below this a body is compressed on the loop: ~0.3 ms at level 3, less than the hop to a thread and back
+OFF_LOOP_BYTES = 64 * 1024
+
+_cache: ReferenceCache | None = None
+
+
+def reference_cache(settings: Settings) -> ReferenceCache:
+    """The process's reference cache (one per process: references are shared by every source's fetches)."""
+    global _cache
+    budget = int(settings.fetch_archive_reference_cache_mb * 1024 * 1024)
+    if _cache is None or _cache.budget_bytes != budget:
+        _cache = ReferenceCache(budget)
+    return _cache
+
+
+def forget_references() -> None:
+    """Only for a database whose ids start again (tests truncate with RESTART IDENTITY): in any other, an archived
+    body's id is never given to another, so a cached reference is never stale."""
+    global _cache
+    _cache = None
+
+
+SKIPPED = Counter("newsagg_fetch_archive_skipped", "Fetched or pushed bodies not archived, by why.", ["reason"])
+HOUR = timedelta(hours=1)
 
 
 async def keep(
     db: Executor, settings: Settings, fetch_id: int, source_id: int, fetched: FetchedFeed, new_ids: Sequence[int]
 ) -> None:
-    """In the fetch's own transaction: its body compressed, and the articles it stored linked to it. A body of
-    ~100 KB compresses in well under a millisecond at the default level, so it is done here, not in a thread."""
+    """In the fetch's own transaction: its body compressed (a large one in the parser thread, off the loop), and the
+    articles it stored linked to it."""
     await repository.link_articles(db, fetch_id, new_ids, repository.NEW)
     if not settings.fetch_archive or fetched.not_modified:
         return
-    reference = await repository.current_reference(db, source_id)
-    if reference is None or reference.followers + 1 >= settings.fetch_archive_reference_every:
-        reference_id, body = None, compress(fetched.body, level=settings.fetch_archive_level)
-    else:
-        against = _reference_body(reference.id, reference.body)
-        reference_id, body = reference.id, compress(fetched.body, level=settings.fetch_archive_level, reference=against)
+    if await _over_hourly_cap(db, settings, source_id):
+        return
+    level = settings.fetch_archive_level
+    current = await repository.current_reference(db, source_id)
+    against: Reference | None = None
+    if current is not None and current.followers + 1 < settings.fetch_archive_reference_every:
+        try:
+            against = await reference(db, settings, current.id)
+        except (ValueError, LookupError) as error:  # damaged, or pruned since: this body is stored whole instead
+            log.warning("archive: reference body %s of source %s is damaged (%s)", current.id, source_id, error)
+    dictionary = against.dictionary if against else None
+    body = await off_loop_if_large(len(fetched.body), partial(compress, fetched.body, level=level,
+                                                               reference=dictionary))  # fmt: skip
     await repository.add(db, id=fetch_id, source_id=source_id, url=fetched.final_url, status_code=fetched.status_code,
-                         headers=fetched.headers, raw_bytes=len(fetched.body), reference_id=reference_id,
-                         body=body)  # fmt: skip
+                         headers=fetched.headers, raw_bytes=len(fetched.body),
+                         reference_id=against.id if against else None, body=body)  # fmt: skip
     ARCHIVED_BYTES.labels("raw").inc(len(fetched.body))
     ARCHIVED_BYTES.labels("stored").inc(len(body))
 
 
-@lru_cache(maxsize=256)  # a source's reference serves its next fetches: decompressed once per process
-def _reference_body(reference_id: int, frame: bytes) -> bytes:
-    return decompress(frame)
+async def reference(db: Executor, settings: Settings, reference_id: int) -> Reference:
+    """A reference body and its dictionary: from the process's cache, else read once and kept. DamagedBody when its
+    frame does not decompress, LookupError when the row is gone."""
+    cache = reference_cache(settings)
+    if (found := cache.get(reference_id)) is not None:
+        REFERENCE_READS.labels("cache").inc()
+        return found
+    REFERENCE_READS.labels("database").inc()
+    frame, raw_bytes = await repository.reference_frame(db, reference_id)
+    made = await off_loop_if_large(raw_bytes, partial(prepare, reference_id, frame, level=settings.fetch_archive_level))
+    return cache.put(made)
 
 
-def body_of(row: Any) -> bytes:
-    """An archived row's body as received (repository.archived's row). Blocking: a thread for many."""
-    return decompress(row.body, decompress(row.reference) if row.reference_id is not None else None)
+async def _over_hourly_cap(db: Executor, settings: Settings, source_id: int) -> bool:
+    """The source archived its hour's worth already (a hub pushing without end): this body is not kept."""
+    cap = settings.fetch_archive_per_source_per_hour
+    if not cap:
+        return False
+    if await repository.archived_within(db, source_id, HOUR) < cap:
+        return False
+    SKIPPED.labels("over_hourly_cap").inc()
+    log.debug("source %d archived %d bodies in the last hour already: this one is not kept", source_id, cap)
+    return True
+
+
+async def off_loop_if_large(raw_bytes: int, work: Callable[[], T]) -> T:
+    """zstd work on a body of `raw_bytes`: in the parser thread when large, else at once on the loop."""
+    return await in_parser_thread(work) if raw_bytes >= OFF_LOOP_BYTES else work()
+
+
+def body_of(row: Any, against: Reference | None) -> bytes:
+    """An archived row's body as received (`against`: its reference, for a row compressed against one). Blocking."""
+    return decompress(row.body, against.dictionary if against else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +124,29 @@ async def show(db: Executor, fetch_id: int) -> FetchReport | None:
     return None if row is None else FetchReport(row, await repository.produced(db, fetch_id))
 
 
-async def archived_body(db: Executor, fetch_id: int) -> bytes | None:
-    """The body as it was received, or None when the fetch has none archived."""
+@dataclass(frozen=True, slots=True)
+class ArchivedBody:
+    raw_bytes: int
+    chunks: Iterator[bytes]  # the body as received, in chunks (compression.CHUNK); blocking, DamagedBody if damaged
+
+
+async def archived_body(db: Executor, settings: Settings, fetch_id: int) -> ArchivedBody | None:
+    """The body as it was received, streamed from its frame (never whole in memory), or None when the fetch has
+    none archived."""
     row = await repository.archived(db, fetch_id)
-    return None if row is None else body_of(row)
+    if row is None:
+        return None
+    against = await reference(db, settings, row.reference_id) if row.reference_id is not None else None
+    return ArchivedBody(row.raw_bytes, stream(row.body, against.dictionary if against else None))
+
+
+async def archived_bodies(db: Executor, settings: Settings, rows: Sequence[Any]) -> AsyncIterator[tuple[Any, Any]]:
+    """Each row with its reference (None for a body stored whole), or with the exception that kept it from one."""
+    for row in rows:
+        if row.reference_id is None:
+            yield row, None
+            continue
+        try:
+            yield row, await reference(db, settings, row.reference_id)
+        except (ValueError, LookupError) as error:  # DamagedBody is a ValueError
+            yield row, error

@@ -44,13 +44,13 @@ class Article(Base):
     click_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     share_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     # the article's text (app/extraction) as search reads it: its first 20,000 characters' words, weight D, kept by
-    # triggers when the text is written or the language changes (migration 0021); read by SQL only, never loaded
+    # triggers when the text is written or the language changes (migration 0024); read by SQL only, never loaded
     body_vector: Mapped[str | None] = mapped_column(TSVECTOR, deferred=True)
     search_vector: Mapped[str] = mapped_column(
         TSVECTOR,
         Computed(
             # migrations 0010 (languages, unaccent, CJK), 0011 (topic, language and source lexemes for filters) and
-            # 0021 (the body)
+            # 0024 (the body)
             "newsagg_search_vector(language, title, summary, topics, source_id, body_vector)",
             persisted=True,
         ),

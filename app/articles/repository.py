@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, text, tuple_
+from sqlalchemy import func, select, text, true, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.articles.models import Article
@@ -107,14 +107,14 @@ class UnderstandTarget:
 TEXT_OPENING_CHARS = 1000  # what entity extraction reads of a text (app/entities/extractor.py's MAX_TEXT)
 
 
-async def understand_targets(db: Executor, ids: Sequence[int]) -> list[UnderstandTarget]:
-    """The given articles not yet understood (fingerprinted and labelled)."""
+async def understand_targets(db: Executor, ids: Sequence[int], *, again: bool = False) -> list[UnderstandTarget]:
+    """The given articles not yet understood (fingerprinted and labelled); with `again`, all of them."""
     rows = await db.execute(
         select(Article.id, Article.title, Article.summary, Source.language,
                func.left(ArticleText.text, TEXT_OPENING_CHARS))
         .join(Source, Source.id == Article.source_id)
         .outerjoin(ArticleText, ArticleText.article_id == Article.id)
-        .where(Article.id.in_(ids), Article.simhash.is_(None))
+        .where(Article.id.in_(ids), true() if again else Article.simhash.is_(None))
         .order_by(Article.id)
     )  # fmt: skip
     return [UnderstandTarget(*row) for row in rows]
@@ -157,8 +157,10 @@ async def band_neighbours(db: Executor, band_keys: list[int], *, since: datetime
     return [(row.id, row.simhash) for row in rows]
 
 
-async def mark_duplicates(db: Executor, copies: dict[int, int]) -> None:
-    """copy id -> original id."""
+async def mark_duplicates(db: Executor, copies: dict[int, int], *, clear: Sequence[int] = ()) -> None:
+    """copy id -> original id; the articles in `clear` are copies of nothing any more."""
+    if clear:
+        await db.execute(update(Article).where(Article.id.in_(list(clear))).values(duplicate_of_id=None))
     if copies:
         await db.execute(
             text("UPDATE articles SET duplicate_of_id = d.original FROM unnest(CAST(:copy AS bigint[]), "

@@ -33,14 +33,20 @@ def _understand(targets: list[articles.UnderstandTarget]) -> tuple[dict[int, art
     return understood, {t.id: extract(t.title, t.text_opening or t.summary, understood[t.id].language) for t in targets}
 
 
-async def understand_articles(db: AsyncEngine, article_ids: Sequence[int], *, now: datetime) -> dict[int, int]:
+async def understand_articles(
+    db: AsyncEngine, article_ids: Sequence[int], *, now: datetime, again: bool = False
+) -> dict[int, int]:
     """Fingerprint and label new articles (language, topics), and mark their near-duplicates; returns copy id ->
-    original id."""
+    original id. `again`: articles understood before whose text changed since (a replay through a newer parser):
+    understood anew, their old entities and copy mark dropped first (the search trigger hears of the new labels)."""
     async with db.begin() as connection:
-        targets = await articles.understand_targets(connection, article_ids)
+        targets = await articles.understand_targets(connection, article_ids, again=again)
         if not targets:
             return {}
         found, named = await asyncio.to_thread(_understand, targets)
+        if again:
+            await entities.forget(connection, [t.id for t in targets])
+            await articles.mark_duplicates(connection, {}, clear=[t.id for t in targets])
         await articles.set_understanding(connection, found)
         await entities.save(connection, named)
         keys = sorted({key for u in found.values() for key in u.bands})

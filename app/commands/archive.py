@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
+from app.archive.terminal import written_out
 from app.commands.articles import progress_bar
 from app.commands.database import with_database
 from app.settings import Settings
@@ -19,7 +21,9 @@ if TYPE_CHECKING:
 
 
 def replay(settings: Settings, source_id: int, since: datetime) -> int:
-    from app.archive.replay import SourceNotFound
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from app.archive.replay import ReplayInterrupted, SourceNotFound
     from app.archive.replay import replay as replay_source
 
     # Redrawn in place on a terminal only: piped or logged, stderr gets no carriage returns, stdout only the summary.
@@ -31,43 +35,86 @@ def replay(settings: Settings, source_id: int, since: datetime) -> int:
         except SourceNotFound as error:
             print(f"newsagg replay: {error}", file=sys.stderr)
             return 1
-        print(_summary(done, source_id, since))
+        except ReplayInterrupted as interrupted:
+            print(f"\nnewsagg replay: {interrupted}.\n{summary(interrupted.done, source_id, since)}\nWhat was "
+                  "replayed is stored; run the same command again once the database is back: fetches replayed "
+                  "already change nothing the second time.", file=sys.stderr)  # fmt: skip
+            return 1
+        print(summary(done, source_id, since))
         return 0
 
-    return with_database(settings, run)
+    try:
+        return with_database(settings, run)
+    except (SQLAlchemyError, OSError) as error:  # the database not reached at all (before the replay began)
+        print(f"newsagg replay: the database cannot be reached ({type(error).__name__}: {error}); nothing was "
+              "replayed", file=sys.stderr)  # fmt: skip
+        return 1
 
 
-def _summary(done: ReplaySummary, source_id: int, since: datetime) -> str:
-    lines = [f"replayed {done.fetches:,} archived fetches of source {source_id} since {since.isoformat()}",
+def summary(done: ReplaySummary, source_id: int, since: datetime) -> str:
+    lines = [f"replayed {done.fetches:,} archived fetches of source {source_id} since {since.isoformat()} "
+             f"in {done.batches:,} batches",
              f"items seen    {done.items:,}", f"new articles  {done.new:,}", f"updated       {done.updated:,}",
-             f"unchanged     {done.unchanged:,}", f"parse errors  {done.parse_errors:,}"]  # fmt: skip
+             f"unchanged     {done.unchanged:,}", f"parse errors  {done.parse_errors:,}",
+             f"damaged       {done.damaged:,}"]  # fmt: skip
+    if done.changed_nothing:
+        lines.append("nothing changed: the articles stored are what today's parser reads in these fetches")
+    else:
+        lines.append(f"new articles clustered into stories: {done.clustered:,}; "
+                     f"updated articles understood again: {done.understood_again:,}, "
+                     f"their stories labelled again: {done.stories_repaired:,}")  # fmt: skip
     if done.changes:
         lines.append(f"updated articles (the first {len(done.changes)}):")
         lines += [f"  article {c.article_id} from fetch {c.fetch_id}: {', '.join(c.fields)}" for c in done.changes]
+    if done.failures:
+        lines.append(f"fetches not read (the first {len(done.failures)}):")
+        lines += [f"  fetch {f.fetch_id}: {f.kind}: {f.reason}" for f in done.failures]
     return "\n".join(lines)
 
 
-def show(settings: Settings, fetch_id: int, body: bool) -> int:
+def show(settings: Settings, fetch_id: int, body: bool, *, limit: int | None = None) -> int:
+    from app.archive.compression import DamagedBody
     from app.archive.service import archived_body, show
 
     async def run(engine: AsyncEngine) -> int:
         async with engine.connect() as connection:
             report = await show(connection, fetch_id)
-            content = await archived_body(connection, fetch_id) if body and report else None
+            try:
+                content = await archived_body(connection, settings, fetch_id) if body and report else None
+            except (DamagedBody, LookupError) as error:
+                print(f"newsagg fetch show: fetch {fetch_id}'s archived body is damaged: {error}", file=sys.stderr)
+                return 1
         if report is None:
             print(f"newsagg fetch show: no fetch {fetch_id} (never made, or past the fetch log's retention)",
                   file=sys.stderr)  # fmt: skip
             return 1
-        if body:
-            if content is None:
-                print(f"newsagg fetch show: fetch {fetch_id} has no archived body", file=sys.stderr)
-                return 1
-            sys.stdout.buffer.write(content)
+        if not body:
+            print(_report(report))
             return 0
-        print(_report(report))
-        return 0
+        if content is None:
+            print(f"newsagg fetch show: fetch {fetch_id} has no archived body", file=sys.stderr)
+            return 1
+        return _write_body(fetch_id, content.chunks, content.raw_bytes, limit, sys.stdout.buffer)
 
     return with_database(settings, run)
+
+
+def _write_body(fetch_id: int, chunks: Iterable[bytes], raw_bytes: int, limit: int | None, out: BinaryIO) -> int:
+    from app.archive.compression import DamagedBody
+
+    try:
+        written = written_out(chunks, out, limit=limit, terminal=out.isatty())
+    except DamagedBody as error:
+        out.flush()
+        print(f"\nnewsagg fetch show: fetch {fetch_id}'s archived body is damaged: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `| head`: the reader has all it wanted
+        return 0
+    out.flush()
+    if written < raw_bytes:
+        print(f"\nnewsagg fetch show: body cut at {written:,} of {raw_bytes:,} bytes "
+              "(--full prints all of it, --max-bytes N the first N)", file=sys.stderr)  # fmt: skip
+    return 0
 
 
 def _report(report: FetchReport) -> str:

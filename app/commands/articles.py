@@ -1,8 +1,9 @@
 """Commands that pass over the stored articles with their progress on stderr: `reindex` (to Meilisearch),
-`entities backfill` and `topics relabel`."""
+`entities backfill`, `topics relabel` and `articles fetch-text`."""
 
 from __future__ import annotations
 
+import json
 import sys
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -12,8 +13,11 @@ from app.settings import Settings
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+    from contextlib import AbstractAsyncContextManager
 
     from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from app.extraction.backfill import Backfilled, Enqueue
 
     Progress = Callable[[int], None]  # told how many articles a pass has read so far
 
@@ -76,6 +80,43 @@ def reindex(settings: Settings, since: datetime | None) -> int:
             print(f"\nreindex stopped: {error}", file=sys.stderr)
             return 1
         print(f"{sent} articles sent to the Meilisearch index {settings.meili_index!r}")
+        return 0
+
+    return database.with_database(settings, run)
+
+
+def fetch_text(settings: Settings, source_id: int | None, since: datetime | None, limit: int | None,
+               queue: Callable[[Settings], AbstractAsyncContextManager[Enqueue]]) -> int:  # fmt: skip
+    """`newsagg articles fetch-text`: page jobs for the articles without text, through `queue` (the article queue,
+    on REDIS_URL or the running `newsagg up`'s Redis); a JSON summary as the last line."""
+    from redis.exceptions import RedisError
+
+    from app.extraction.backfill import backfill
+    from app.runtime.servers_file import running_redis_url
+
+    if not settings.article_text_enabled:
+        print("NEWSAGG_ARTICLE_TEXT_ENABLED is false: the page jobs would skip every article", file=sys.stderr)
+        return 2
+    redis_url = settings.redis_url or running_redis_url(settings.home)
+    if redis_url is None:
+        print("no Redis to queue on: set REDIS_URL, or run this while `newsagg up` runs", file=sys.stderr)
+        return 2
+    chosen = {"source": source_id, "since": since.isoformat() if since else None, "limit": limit}
+
+    def progress(done: Backfilled) -> None:
+        print(f"\r{done.found:,} articles without text, {done.queued:,} page jobs queued", end="", file=sys.stderr)
+
+    async def run(engine: AsyncEngine) -> int:
+        try:
+            async with queue(settings.model_copy(update={"redis_url": redis_url})) as enqueue:
+                done = await backfill(engine, enqueue, source_id=source_id, since=since, limit=limit,
+                                      progress=progress)  # fmt: skip
+        except (RedisError, OSError) as error:
+            print(f"\nRedis unreachable ({type(error).__name__}: {error}); what was queued stays queued, run the "
+                  "command again to queue the rest", file=sys.stderr)  # fmt: skip
+            return 1
+        print(f"\n{done.queued} page jobs queued for article workers (`newsagg worker --articles`)", file=sys.stderr)
+        print(json.dumps({**done.as_json(), **chosen}))
         return 0
 
     return database.with_database(settings, run)

@@ -1,5 +1,7 @@
 """`newsagg health api|worker`: a container's healthcheck, in the image itself (no curl needed). Exit 0 when this
-host's API answers /healthz with 200, or when a worker of this host renewed its heartbeat in PostgreSQL recently."""
+host's API answers /healthz with 200, or when a worker of this host renewed its heartbeat in PostgreSQL recently (in
+DATABASE_URL, else in the database of the `newsagg up` running on NEWSAGG_HOME: its servers.json). It never starts a
+server of its own: a healthcheck that finds nothing running says so."""
 
 from __future__ import annotations
 
@@ -33,11 +35,14 @@ def _api(settings: Settings) -> int:
 
 
 def _worker(settings: Settings) -> int:
+    from app.runtime.servers_file import running_database_url
     from app.workers.repository import beating_on
 
     host = socket.gethostname()[:80]  # as the heartbeat names it
-    if not settings.database_url:
-        print("DATABASE_URL is not set: no heartbeats to read", file=sys.stderr)
+    url = settings.database_url or running_database_url(settings.home)
+    if not url:
+        print(f"DATABASE_URL is not set and no `newsagg up` is running on {settings.home}: no heartbeats to read",
+              file=sys.stderr)  # fmt: skip
         return 1
 
     async def run(engine: AsyncEngine) -> int:
@@ -46,4 +51,4 @@ def _worker(settings: Settings) -> int:
         print(f"{alive} worker(s) of {host} beating")
         return 0 if alive else 1
 
-    return with_engine(settings, run)
+    return with_engine(settings.model_copy(update={"database_url": url}), run)

@@ -1,4 +1,4 @@
-"""`newsagg opml import|export`: sources in and out as OPML."""
+"""`newsagg opml import|export`: sources in and out as OPML; `newsagg sources merge`: one feed under two ids, one."""
 
 from __future__ import annotations
 
@@ -33,6 +33,24 @@ def opml(settings: Settings, args: argparse.Namespace) -> int:
         print(f"{len(report.created)} added, {report.existing} already present, {len(report.rejected)} refused")
         for url, error in report.rejected:
             print(f"  refused {url}: {error.code.value}: {error}", file=sys.stderr)
+        return 0
+
+    return database.with_database(settings, run)
+
+
+def merge(settings: Settings, survivor: int, other: int) -> int:
+    from app.sources.merge import SourcesNotMerged, merge_sources
+
+    async def run(engine: AsyncEngine) -> int:
+        try:
+            async with engine.begin() as connection:
+                done = await merge_sources(connection, survivor, other)
+        except SourcesNotMerged as refusal:
+            print(f"newsagg sources merge: {refusal}", file=sys.stderr)
+            return 1
+        print(f"source {done.merged} merged into source {done.survivor}: {done.articles_moved:,} articles moved, "
+              f"{done.articles_merged:,} held by both merged into the survivor's, {done.stories:,} stories counted "
+              "again; its fetch log, archive, follows and mutes moved")  # fmt: skip
         return 0
 
     return database.with_database(settings, run)

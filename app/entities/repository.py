@@ -49,6 +49,13 @@ async def save(db: Executor, found: dict[int, list[Entity]]) -> None:
     })  # fmt: skip
 
 
+async def forget(db: Executor, article_ids: Sequence[int]) -> None:
+    """The entities of articles about to be understood again (their text changed)."""
+    if article_ids:
+        await db.execute(text("DELETE FROM article_entities WHERE article_id = ANY(CAST(:ids AS bigint[]))"),
+                         {"ids": list(article_ids)})  # fmt: skip
+
+
 _OF_ARTICLES = text("""
     SELECT article_id, key, name, kind, mentions, role FROM article_entities
     WHERE article_id = ANY(CAST(:ids AS bigint[])) ORDER BY article_id, mentions DESC, key
@@ -92,26 +99,44 @@ class Mentions:
 
 
 # Articles (copies aside) naming each entity in the window and in the baseline before it, for the languages and
-# topics asked (an empty list filters nothing).
-_MENTIONS = text("""
-    SELECT e.key, e.kind, mode() WITHIN GROUP (ORDER BY e.name) AS name,
-           count(*) FILTER (WHERE e.seen_at >= :start) AS recent,
-           count(*) FILTER (WHERE e.seen_at < :start) AS before
-    FROM article_entities e JOIN articles a ON a.id = e.article_id
-    WHERE e.seen_at >= :since AND e.seen_at <= :now AND a.duplicate_of_id IS NULL
-      AND (cardinality(CAST(:languages AS varchar[])) = 0 OR a.language = ANY(CAST(:languages AS varchar[])))
-      AND (cardinality(CAST(:topics AS varchar[])) = 0 OR a.topics && CAST(:topics AS varchar[]))
-    GROUP BY e.key, e.kind
-    HAVING count(*) FILTER (WHERE e.seen_at >= :start) > 0
+# topics asked (an empty list filters nothing), ranked in the database: only those named faster in the window than
+# the baseline's rate predicts (score > 0), highest score first, ties by more articles in the window, then by key
+# (a stable order), and only `limit` of them leave PostgreSQL however many entities the window names.
+_TRENDING = text("""
+    SELECT key, kind, name, recent, before, recent - before::float8 / :baseline_windows AS score
+    FROM (
+        SELECT e.key, e.kind, mode() WITHIN GROUP (ORDER BY e.name) AS name,
+               count(*) FILTER (WHERE e.seen_at >= :start) AS recent,
+               count(*) FILTER (WHERE e.seen_at < :start) AS before
+        FROM article_entities e JOIN articles a ON a.id = e.article_id
+        WHERE e.seen_at >= :since AND e.seen_at <= :now AND a.duplicate_of_id IS NULL
+          AND (cardinality(CAST(:languages AS varchar[])) = 0 OR a.language = ANY(CAST(:languages AS varchar[])))
+          AND (cardinality(CAST(:topics AS varchar[])) = 0 OR a.topics && CAST(:topics AS varchar[]))
+        GROUP BY e.key, e.kind
+        HAVING count(*) FILTER (WHERE e.seen_at >= :start) > 0
+    ) counted
+    WHERE recent - before::float8 / :baseline_windows > 0
+    ORDER BY score DESC, recent DESC, key
+    LIMIT :limit
 """)
 
 
-async def mentions(
-    db: Executor, *, now: datetime, start: datetime, since: datetime, languages: Sequence[str], topics: Sequence[str]
-) -> list[Mentions]:
-    rows = await db.execute(_MENTIONS, {"now": now, "start": start, "since": since, "languages": list(languages),
-                                        "topics": list(topics)})  # fmt: skip
-    return [Mentions(NamedEntity(r.key, r.name, r.kind, r.recent), r.recent, r.before) for r in rows]
+async def trending(
+    db: Executor,
+    *,
+    now: datetime,
+    start: datetime,
+    since: datetime,
+    baseline_windows: int,
+    languages: Sequence[str],
+    topics: Sequence[str],
+    limit: int,
+) -> list[tuple[Mentions, float]]:
+    """The `limit` entities named fastest in [start, now] against [since, start), each with its score."""
+    params = {"now": now, "start": start, "since": since, "baseline_windows": baseline_windows,
+              "languages": list(languages), "topics": list(topics), "limit": limit}  # fmt: skip
+    rows = await db.execute(_TRENDING, params)
+    return [(Mentions(NamedEntity(r.key, r.name, r.kind, r.recent), r.recent, r.before), r.score) for r in rows]
 
 
 _UNSEEN = text("""

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from app.db.engine import Executor
 from app.entities import repository
-from app.entities.trending import BASELINE_WINDOWS, EntityTrend, ranked
+from app.entities.trending import BASELINE_WINDOWS, EntityTrend
 from app.trending.windows import TrendingWindow
 
 
@@ -15,6 +15,7 @@ async def trending_entities(
     db: Executor, window: TrendingWindow, *, now: datetime, languages: Sequence[str], topics: Sequence[str], limit: int
 ) -> list[EntityTrend]:
     span = window.span
-    found = await repository.mentions(db, now=now, start=now - span, since=now - span * (1 + BASELINE_WINDOWS),
-                                      languages=languages, topics=topics)  # fmt: skip
-    return ranked(found, span, limit)
+    found = await repository.trending(db, now=now, start=now - span, since=now - span * (1 + BASELINE_WINDOWS),
+                                      baseline_windows=BASELINE_WINDOWS, languages=languages, topics=topics,
+                                      limit=limit)  # fmt: skip
+    return [EntityTrend.of(mentions, score, span) for mentions, score in found]

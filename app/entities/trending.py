@@ -1,5 +1,6 @@
-"""What is being talked about now, pure: entities ranked by how much faster they are named in the window than in
-the baseline before it (the same idea as trending stories: recent arrivals count, a steady hum does not)."""
+"""What is being talked about now: entities ranked by how much faster they are named in the window than in the
+baseline before it (the same idea as trending stories: recent arrivals count, a steady hum does not). The score is
+computed, filtered and ordered by PostgreSQL (`repository.trending`); this is what it means."""
 
 from __future__ import annotations
 
@@ -15,16 +16,8 @@ BASELINE_WINDOWS = 4  # the baseline is this many windows long, just before the 
 class EntityTrend:
     mentions: Mentions
     velocity: float  # articles naming it per hour, in the window
-    score: float  # articles in the window beyond what the baseline's rate predicts
+    score: float  # articles in the window beyond what the baseline's rate predicts: recent - before / BASELINE_WINDOWS
 
-
-def ranked(found: list[Mentions], window: timedelta, limit: int) -> list[EntityTrend]:
-    """Those named faster in the window than before it, highest score first; ties by more articles in the window, then
-    by key (a stable order). A name heard as often as usual, or less, is not trending, however often that is."""
-    hours = window.total_seconds() / 3600
-    trends = [
-        EntityTrend(m, m.recent / hours, m.recent - m.before / BASELINE_WINDOWS) for m in found
-    ]  # fmt: skip
-    trends = [t for t in trends if t.score > 0]
-    trends.sort(key=lambda t: (-t.score, -t.mentions.recent, t.mentions.entity.key))
-    return trends[:limit]
+    @classmethod
+    def of(cls, mentions: Mentions, score: float, window: timedelta) -> EntityTrend:
+        return cls(mentions, mentions.recent / (window.total_seconds() / 3600), score)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, text
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import BigInteger, all_, cast, select, text
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 
 from app.articles.models import Article
 from app.db.engine import Executor
@@ -94,3 +95,32 @@ async def announce_changed(db: Executor, article_ids: list[int]) -> None:
 async def texts_of_articles(db: Executor, ids: Sequence[int]) -> list[ArticleText]:
     """The stored texts of these articles that have one (rows of pages without text left out)."""
     return list(await db.scalars(select(ArticleText).where(ArticleText.article_id.in_(ids), ArticleText.text != "")))
+
+
+async def pages_unsought(
+    db: Executor,
+    *,
+    crawled_since: datetime | None = None,
+    crawled_before: datetime | None = None,
+    source_id: int | None = None,
+    below_id: int | None = None,
+    skip: Sequence[int] = (),
+    limit: int,
+) -> list[int]:
+    """Articles, newest first, whose source wants their page and whose page was never sought: no text and no
+    outcome stored (a page that failed, timed out or held no article has its row, and is not sought again)."""
+    sought = select(ArticleText.article_id).where(ArticleText.article_id == Article.id).exists()
+    query = (select(Article.id).join(Source, Source.id == Article.source_id)
+             .where(Source.article_text, Article.url.is_not(None), ~sought)
+             .order_by(Article.id.desc()).limit(limit))  # fmt: skip
+    if crawled_since is not None:
+        query = query.where(Article.crawled_at >= crawled_since)
+    if crawled_before is not None:
+        query = query.where(Article.crawled_at < crawled_before)
+    if source_id is not None:
+        query = query.where(Article.source_id == source_id)
+    if below_id is not None:
+        query = query.where(Article.id < below_id)
+    if skip:
+        query = query.where(Article.id != all_(cast(list(skip), ARRAY(BigInteger))))
+    return list(await db.scalars(query))

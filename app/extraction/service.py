@@ -18,10 +18,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.entities import repository as entities
 from app.extraction import repository as texts
-from app.extraction.pool import ExtractionCrashed, read_page_apart
+from app.extraction.pool import ExtractionCrashed, ExtractionTimedOut, read_page_apart
 from app.ingest.addresses import AddressRefused, check_url_target
 from app.ingest.fetch import FetchError, FetchPolicy, fetch_feed
 from app.ingest.politeness import Politeness
+from app.observability.work import count_extraction_abandoned
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -79,14 +80,26 @@ async def fetch_article_text(
     if page.not_modified:
         return TextOutcome(article_id, "not_modified")
     try:
-        found, named = await read_page_apart(page.body, page.final_url, target.title, target.declared_language)
-    except ExtractionCrashed as crashed:
-        return await _failed(db, target, FetchError("extraction_crashed", str(crashed)))
+        found, named = await read_page_apart(page.body, page.final_url, target.title, target.declared_language,
+                                             timeout_s=settings.article_extraction_timeout_seconds,
+                                             nice=settings.article_extraction_nice)  # fmt: skip
+    except (ExtractionCrashed, ExtractionTimedOut) as abandoned:
+        return await _abandoned(db, target, abandoned, len(page.body))
     async with db.begin() as connection:
         await texts.save_page_text(connection, article_id, found, error_class=None if found else "empty",
                                    etag=page.etag, last_modified=page.last_modified)  # fmt: skip
         await entities.save(connection, {article_id: named})
     return TextOutcome(article_id, "extracted" if found else "empty", None if found else "empty")
+
+
+async def _abandoned(db: AsyncEngine, target: texts.FetchTarget, error: Exception, size: int) -> TextOutcome:
+    """A page that crashed the extraction process or outlasted its time limit: the process was replaced, and the
+    page is stored without text so that nothing seeks it again."""
+    kind = "extraction_timeout" if isinstance(error, ExtractionTimedOut) else "extraction_crashed"
+    log.warning("article %s (%s, %d bytes): %s, its extraction process replaced: %s", target.article_id, target.url,
+                size, kind, error)  # fmt: skip
+    count_extraction_abandoned(kind)
+    return await _failed(db, target, FetchError(kind, str(error)))
 
 
 async def _failed(db: AsyncEngine, target: texts.FetchTarget, error: FetchError) -> TextOutcome:

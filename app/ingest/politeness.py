@@ -9,6 +9,12 @@ scripts on Redis's own clock, so every worker on every machine shares it:
   the bucket's clock to its end, so every reservation waits at least that long, then they are spaced as usual;
 - the concurrent requests are leases in a sorted set (scored by their expiry): a worker that dies holding one
   loses it after the lease, never for good.
+
+Without Redis, politeness fails closed: no request goes out that could not take its site's slot and rate (the job
+is deferred and retried, jobs/loop.py), since workers that cannot see each other's counts could together exceed any
+site's limits. (The queues are in Redis too: nothing is fetched then anyway.) A lease taken before Redis went away
+cannot be returned while it is away: it is left to expire after `politeness_slot_lease_seconds` (a restarted Redis
+has lost it already), and the fetch it covered keeps its result.
 """
 
 from __future__ import annotations
@@ -25,10 +31,12 @@ from urllib.parse import urlsplit
 import httpx
 from protego import Protego
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from app.ingest.fetch import NETWORK_FAILURES, FetchError, FetchPolicy, fetch_feed
 from app.ingest.sites import site_of
 from app.observability.work import count_fetch_failure
+from app.resilience.metrics import REDIS_DEGRADED
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -138,7 +146,17 @@ class Politeness:
             yield bool(taken)
         finally:
             if taken:
-                await self._redis.zrem(key, lease)
+                await self._give_back(key, lease)
+
+    async def _give_back(self, key: str, lease: str) -> None:
+        """The lease returned; with Redis away, left to expire (`politeness_slot_lease_seconds`) rather than failing
+        the fetch it covered, whose result is in hand."""
+        try:
+            await self._redis.zrem(key, lease)
+        except (RedisError, OSError) as error:
+            REDIS_DEGRADED.labels("politeness").inc()
+            log.warning("could not return a slot of %s (Redis: %s): it expires in %.0f s", key.rsplit(":", 1)[-1],
+                        error, self._settings.politeness_slot_lease_seconds)  # fmt: skip
 
     async def fetch_within_site(self, url: str, fetch: Callable[[], Awaitable[T]]) -> T | None:
         """`fetch()` within one of the site's concurrent requests, None when they are all taken; a 429/503 it raises

@@ -1,7 +1,9 @@
 """Crawl priority: the news decides which sources are crawled sooner.
 
 A story that is breaking raises the priority of every source covering it, a trending one (among the top
-`crawl_priority_trending_stories` of the last hour) too, less; a hub's announcement of new items raises its source's.
+`crawl_priority_trending_stories` of the last hour, with a score of at least `crawl_priority_trending_min_score`: a
+quiet day's top stories are noise) too, less; a hub's announcement of new items raises its source's, at most once per
+`crawl_priority_websub_window_minutes` however many it pushes.
 A raise also makes the source due as soon as its minimum interval allows. Priority then halves every
 `crawl_priority_half_life_minutes` unless raised again, and due sources are claimed highest first
 (app/sources/repository.py: `claim_due`, which computes `decayed` in SQL).
@@ -38,9 +40,13 @@ async def raise_sources(db: Executor, settings: Settings, source_ids: Collection
     """Raise the sources to the priority of `reason` (breaking, trending, websub); how many were raised."""
     level = {"breaking": settings.crawl_priority_breaking, "trending": settings.crawl_priority_trending,
              "websub": settings.crawl_priority_websub}[reason]  # fmt: skip
-    raised = await sources.raise_priority(db, source_ids, priority=level, now=now,
+    window = settings.crawl_priority_websub_window_minutes
+    push_window = timedelta(minutes=window) if reason == "websub" and window > 0 else None
+    raised = await sources.raise_priority(db, source_ids, priority=level, now=now, push_window=push_window,
                                           half_life_s=settings.crawl_priority_half_life_minutes * 60)  # fmt: skip
     count_priority_raised(reason, raised)
+    if raised < len(source_ids) and push_window is not None:
+        count_priority_raised("websub_within_window", len(source_ids) - raised)
     return raised
 
 
@@ -48,7 +54,8 @@ async def raise_for_news(db: Executor, redis: Redis, settings: Settings, now: da
     """The sources of breaking and trending stories raised (trending read from Redis: none while it is down)."""
     breaking = await sources_of_stories(db, breaking=True)
     top = await scores(redis, TRENDING_WINDOW, now, limit=settings.crawl_priority_trending_stories)
-    trending = await sources_of_stories(db, ids=[story_id for story_id, _ in top]) - breaking
+    trending_ids = [story_id for story_id, score in top if score >= settings.crawl_priority_trending_min_score]
+    trending = await sources_of_stories(db, ids=trending_ids) - breaking
     raised = {"breaking": await raise_sources(db, settings, breaking, reason="breaking", now=now),
               "trending": await raise_sources(db, settings, trending, reason="trending", now=now)}  # fmt: skip
     if any(raised.values()):

@@ -7,11 +7,8 @@ sleeps: a wait (politeness, a retry) comes back as an outcome the job turns into
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -29,6 +26,7 @@ from app.ingest.events import announce_articles_added
 from app.ingest.fetch import FetchedFeed, FetchError, FetchPolicy, fetch_feed
 from app.ingest.hints import publisher_delay_s
 from app.ingest.parse import FeedParseError, ParsedEntry, ParsedFeed, TextLimits, parse_feed
+from app.ingest.parser_thread import in_parser_thread
 from app.ingest.politeness import Politeness
 from app.observability.work import count_fetch_failure
 from app.settings import Settings
@@ -40,14 +38,6 @@ from app.websub.service import WebSubView, pushed, wants_subscription
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-# feedparser is pure Python: more threads would only fight over the GIL (with each other and with the event
-# loop), so each process parses in one thread of its own, off the loop.
-_PARSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feedparser")
-
-
-async def _in_parser_thread(function: Callable[..., T], *args: Any) -> T:
-    return await asyncio.get_running_loop().run_in_executor(_PARSER, function, *args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +144,7 @@ async def _ingest(
     db: AsyncEngine, settings: Settings, plan: _Plan, fetched: FetchedFeed, now: datetime
 ) -> RefreshOutcome:
     try:
-        parsed = None if fetched.not_modified else await _in_parser_thread(_parse, fetched, settings, now)
+        parsed = None if fetched.not_modified else await in_parser_thread(_parse, fetched, settings, now)
     except FeedParseError as error:
         return await _fail(db, settings, plan, error, FailureKind.STRIKE, unreadable=fetched)
     async with db.begin() as connection:
@@ -292,7 +282,7 @@ async def _store_texts(
     stored now; the articles whose pages are to be fetched for it otherwise (when the source wants that)."""
     by_id = {e.external_id: e for e in entries}
     contents = {a.id: content for a in inserted if (content := by_id[a.external_id].content)}
-    from_feed = await _in_parser_thread(_feed_texts, contents, settings.article_feed_text_min_words) if contents else {}
+    from_feed = await in_parser_thread(_feed_texts, contents, settings.article_feed_text_min_words) if contents else {}
     await save_feed_texts(connection, from_feed)
     if not (settings.article_text_enabled and source.article_text):
         return []

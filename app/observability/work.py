@@ -39,6 +39,11 @@ ARTICLE_TEXTS = Counter(
     "Article page fetches for their text, by outcome (extracted, empty, failed, not_modified, retry, deferred, "
     "skipped) and error class.", ["outcome", "error"],
 )  # fmt: skip
+EXTRACTION_ABANDONED = Counter(
+    "newsagg_article_extraction_abandoned",
+    "Article pages whose extraction was abandoned and its process replaced, by why: extraction_timeout (longer than "
+    "NEWSAGG_ARTICLE_EXTRACTION_TIMEOUT_SECONDS) or extraction_crashed.", ["reason"],
+)  # fmt: skip
 INGESTED = Counter("newsagg_articles_ingested", "New articles stored, by how they came (poll or push).", ["via"])
 UNDERSTOOD = Counter(
     "newsagg_articles_understood",
@@ -92,6 +97,10 @@ def count_priority_raised(reason: str, sources: int) -> None:
 
 def count_article_text(outcome: str, error_class: str | None) -> None:
     ARTICLE_TEXTS.labels(outcome, error_class or "").inc()
+
+
+def count_extraction_abandoned(reason: str) -> None:
+    EXTRACTION_ABANDONED.labels(reason).inc()
 
 
 def count_push(new_articles: int) -> None:

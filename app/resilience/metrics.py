@@ -16,6 +16,9 @@ BROADCAST_SILENCES = Counter(
 CAUGHT_UP = Counter(
     "newsagg_broadcast_caught_up_events", "Events missed on pub/sub and delivered from the outbox, by topic.", ["topic"]
 )
+DATABASE_RETRIES = Counter(
+    "newsagg_database_unreachable_job_retries", "Jobs that found PostgreSQL unreachable, deferred to try again later."
+)
 WORKER_RESTARTS = Counter("newsagg_worker_loop_restarts", "Times the worker's arq loop died on Redis and restarted.")
 CHILD_RESTARTS = Counter(
     "newsagg_supervisor_restarts", "Children that `newsagg up` restarted, by child and why (exited, unhealthy).",

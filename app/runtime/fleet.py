@@ -1,5 +1,6 @@
 """The processes `newsagg up` supervises: one API on the public port, or N API processes on loopback ports behind
-HAProxy on it; and M arq workers. All share one PostgreSQL and one Redis."""
+HAProxy on it; M arq workers that crawl; K article workers that fetch article pages. All share one PostgreSQL and one
+Redis."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class Fleet:
     port: int
     apis: int = 1
     workers: int = 1
+    article_workers: int = 1  # processes that fetch article pages; 0: none are fetched
 
 
 def children(fleet: Fleet, env: dict[str, str], home: Path, trusted: list[str]) -> list[Child]:
@@ -38,8 +40,18 @@ def children(fleet: Fleet, env: dict[str, str], home: Path, trusted: list[str]) 
     else:
         assert binary is not None
         served = _balanced(fleet, apis, binary, _trusting_loopback(env, trusted), home)
-    names = ["worker"] if fleet.workers == 1 else [f"worker-{i}" for i in range(1, fleet.workers + 1)]
-    return [*served, *(Child(name, [*_python(), "worker"], env) for name in names)]
+    crawling = _numbered("worker", fleet.workers)
+    fetching = _numbered("article-worker", fleet.article_workers)
+    # with article workers, crawl workers leave the article queue to them; without, no page is fetched at all
+    # (nothing would consume the jobs, so none are enqueued)
+    crawl_env = {**env, "NEWSAGG_WORKER_FETCHES_ARTICLES": "false"} if fetching else \
+        {**env, "NEWSAGG_ARTICLE_TEXT_ENABLED": "false"}  # fmt: skip
+    return [*served, *(Child(name, [*_python(), "worker"], crawl_env) for name in crawling),
+            *(Child(name, [*_python(), "worker", "--articles"], env) for name in fetching)]  # fmt: skip
+
+
+def _numbered(name: str, count: int) -> list[str]:
+    return [name] if count == 1 else [f"{name}-{i}" for i in range(1, count + 1)]
 
 
 def _balanced(fleet: Fleet, apis: int, binary: str, env: dict[str, str], home: Path) -> list[Child]:

@@ -35,3 +35,12 @@ def running_database_url(home: Path) -> str | None:
             f"the `newsagg up` running on {home} uses a DATABASE_URL of its own: set the same one for this command"
         )
     return urls["DATABASE_URL"]
+
+
+def running_redis_url(home: Path) -> str | None:
+    """The REDIS_URL of the embedded Redis of the `newsagg up` holding `home`; None when there is none."""
+    try:
+        urls: dict[str, str] = json.loads((home / SERVERS_FILE).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return urls.get("REDIS_URL")

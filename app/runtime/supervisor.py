@@ -60,6 +60,7 @@ class UpOptions:
     speed: float = 1.0  # of the demo's replay
     apis: int = 1  # API processes: more than one run behind HAProxy on host:port
     workers: int = 1
+    article_workers: int = 1  # 0: no article page is fetched
     environment: dict[str, str] = field(default_factory=dict)  # for the API and worker processes (log settings)
 
 
@@ -151,7 +152,10 @@ def run_up(settings: Settings, options: UpOptions) -> int:
             env.update(_demo_environment(env, options.speed))
         else:
             asyncio.run(_with_session(effective, first_start))
-        fleet = Fleet(options.host, options.port, options.apis, options.workers)
+        article_workers = 0 if options.demo is not None else options.article_workers  # a demo fetches no pages
+        if not article_workers:
+            log.info("no article workers: article pages are not fetched (--article-workers)")
+        fleet = Fleet(options.host, options.port, options.apis, options.workers, article_workers)
         children = fleet_children(fleet, env, settings.home, settings.rate_limit_trusted_proxies)
         policy = Policy.from_settings(settings)
         stack.callback(stop_all, children, policy.grace_s)

@@ -1,6 +1,6 @@
-"""The body vectors of texts stored before migration 0021, computed by the worker in small committed batches.
+"""The body vectors of texts stored before migration 0024, computed by the worker in small committed batches.
 
-From 0021 on, triggers give every text written its article's body vector (and the search vector with it). The
+From 0024 on, triggers give every text written its article's body vector (and the search vector with it). The
 texts already stored get theirs here rather than in the migration: indexing a text costs about 5 ms (its words in
 two configurations, the row rewritten, the GIN index updated), so 100,000 texts are 8 minutes, which the migration
 would spend holding the exclusive lock it takes on articles (reads wait too). Here each batch of BATCH articles is a

@@ -2,7 +2,7 @@
 
 The database keeps each article's search vector (migration 0010): title weight A, summary B, in the article's
 language (stemmed, accents folded) and unstemmed, CJK text as character bigrams; and the first 20,000 characters of
-the article's own text (app/extraction), weight D, the same way (migration 0021, as soon as the text is stored). A
+the article's own text (app/extraction), weight D, the same way (migration 0024, as soon as the text is stored). A
 query is parsed by `websearch_to_tsquery` (quotes, `-`, `or`) unstemmed and in each language it names (English when
 it names none), the forms joined by OR, so "elections" finds "election" in an English article and any article's exact
 words match whatever its language (each distinct form once). Topic, source and language filters are lexemes of the

@@ -109,6 +109,7 @@ class CrawlSchedule(Base):
     # `priority_at`; orders the claims of due sources
     priority: Mapped[int] = mapped_column(SmallInteger, default=0, server_default=text("0"))
     priority_at: Mapped[datetime | None]
+    websub_raised_at: Mapped[datetime | None]  # a hub's push last raised the priority: once per window (a flood)
     status: Mapped[ClaimStatus] = mapped_column(
         _enum(ClaimStatus, "claim_status"), default=ClaimStatus.PENDING, server_default="pending"
     )

@@ -117,23 +117,36 @@ async def claim_due(
 
 
 async def raise_priority(
-    session: Executor, source_ids: Collection[int], *, priority: int, now: datetime, half_life_s: float
+    session: Executor,
+    source_ids: Collection[int],
+    *,
+    priority: int,
+    now: datetime,
+    half_life_s: float,
+    push_window: timedelta | None = None,
 ) -> int:
     """The sources' crawl priority becomes at least `priority` as of `now`, and each becomes due as soon as its
     minimum interval since its last fetch allows (never sooner than now, never later than it already was). A
-    failing source keeps its back-off. Returns how many sources were raised."""
+    failing source keeps its back-off. With `push_window` (a hub's push), a source a push raised less than that long
+    ago is left as it is. Returns how many sources were raised."""
     if not source_ids:
         return 0
+    pushed: dict[str, Any] = {}
+    window: ColumnElement[bool] = true()
+    if push_window is not None:
+        pushed = {"websub_raised_at": now}
+        window = CrawlSchedule.websub_raised_at.is_(None) | (CrawlSchedule.websub_raised_at <= now - push_window)
     earliest = func.greatest(
         now, func.coalesce(CrawlSchedule.last_fetched_at, now) + Source.min_interval_s * timedelta(seconds=1)
     )
     healthy = (CrawlSchedule.consecutive_failures == 0) & (CrawlSchedule.throttle_streak == 0)
     raised = await session.execute(
         update(CrawlSchedule)
-        .where(CrawlSchedule.source_id == Source.id, Source.id.in_(sorted(source_ids)))
+        .where(CrawlSchedule.source_id == Source.id, Source.id.in_(sorted(source_ids)), window)
         .values(
             priority=func.least(func.round(func.greatest(effective_priority(now, half_life_s), priority)), 32767),
             priority_at=now,
+            **pushed,
             next_crawl_at=case(
                 (healthy, func.least(CrawlSchedule.next_crawl_at, earliest)), else_=CrawlSchedule.next_crawl_at
             ),

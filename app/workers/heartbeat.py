@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 
 
 class Heartbeat:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, role: str = "worker") -> None:
+        self.role = role  # as its logs name it: worker (crawling), article worker
         self.host, self.pid = socket.gethostname()[:80], os.getpid()
         self.worker_id = f"{self.host}:{self.pid}:{secrets.token_hex(3)}"  # a restarted process is another worker
         assert settings.database_url
@@ -59,6 +60,6 @@ class Heartbeat:
             log.warning("worker %s: heartbeat failed", self.worker_id, exc_info=True)
             return
         if first:
-            log.info("worker %s started", self.worker_id)
+            log.info("%s %s started", self.role, self.worker_id)
         elif anew:
             log.warning("worker %s was presumed gone (no heartbeat for too long); it beats again", self.worker_id)

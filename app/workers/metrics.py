@@ -16,6 +16,11 @@ CLAIMS_RELEASED = Counter(
 ARTICLES_REQUEUED = Counter(
     "newsagg_articles_requeued", "Articles stored but never understood or clustered, enqueued again by the sweeper."
 )
+PAGES_REQUEUED = Counter(
+    "newsagg_article_pages_requeued",
+    "Articles whose page was never sought and whose page job was lost (with Redis, or never enqueued), enqueued "
+    "again by the sweeper.",
+)
 HEARTBEAT_FAILURES = Counter("newsagg_worker_heartbeat_failures", "Heartbeats a worker failed to write.")
 
 

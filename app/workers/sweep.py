@@ -2,7 +2,9 @@
 claims whose refresh job is neither queued nor running (Redis lost it, or it was never enqueued) return to pending,
 and articles stored but never understood or placed in a story (their job died with its worker, or Redis lost it) are
 found, in batches for their jobs to be enqueued again. Understanding and clustering skip what is already done, so an
-article enqueued twice costs a lookup, never a second story."""
+article enqueued twice costs a lookup, never a second story. Articles of the last hours whose page was never sought
+and whose page job is neither queued nor running (Redis lost it, or it was never enqueued) are found too, for their
+page jobs to be enqueued again."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.articles import repository as articles
+from app.extraction import repository as texts
+from app.extraction.page_jobs import queued_pages
 from app.ingest.refresh_jobs import JobClaim, claim_of
 from app.settings import Settings
 from app.sources import repository as sources
@@ -25,6 +29,8 @@ log = logging.getLogger(__name__)
 
 BATCH = 500  # articles per job enqueued again
 MOST = 10 * BATCH  # articles enqueued again per sweep: a backlog is taken oldest first, a part at a time
+PAGES_MOST = 1000  # page jobs enqueued again per sweep, newest articles first
+PAGE_QUEUE_MOST = 20_000  # with more page jobs queued than this (a backfill), the sweep of lost ones waits
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +42,8 @@ class Sweep:
 async def sweep(db: AsyncEngine, settings: Settings) -> Sweep:
     async with db.begin() as connection:
         gone = await workers.let_go(connection, silent_for=timedelta(seconds=settings.worker_gone_after_seconds))
-        ids = await articles.stranded(connection, older_than=timedelta(seconds=settings.sweep_grace_seconds),
-                                      limit=MOST)  # fmt: skip
+        grace = timedelta(seconds=settings.sweep_grace_seconds)
+        ids = await articles.stranded(connection, older_than=grace, limit=MOST)
     for worker in gone:
         log.warning("worker %s is gone (last heartbeat %s): its claims return to pending", worker.id,
                     worker.heartbeat_at.isoformat())  # fmt: skip
@@ -76,3 +82,20 @@ async def queued_claims(redis: Redis, queue_name: str) -> set[JobClaim]:
 
 def _has_job(source_id: int, claimed_at: datetime, queued: set[JobClaim]) -> bool:
     return JobClaim(source_id, claimed_at) in queued or JobClaim(source_id, None) in queued
+
+
+async def lost_page_fetches(db: AsyncEngine, redis: Redis, settings: Settings) -> list[int]:
+    """Articles stored in the last `article_sweep_hours` (and at least the grace ago) whose page was never sought and
+    has no job queued or running, newest first, `PAGES_MOST` at most. The queue is read before the database: a job
+    that ends in between has stored its outcome by then, and its article is not taken for lost."""
+    if not (settings.article_text_enabled and settings.article_sweep_hours > 0):
+        return []
+    queued = await queued_pages(redis, settings.article_queue_name, most=PAGE_QUEUE_MOST)
+    if queued is None:
+        log.info("sweep: more than %d page jobs queued; lost ones are looked for once they are fewer", PAGE_QUEUE_MOST)
+        return []
+    now = datetime.now(UTC)
+    async with db.connect() as connection:
+        return await texts.pages_unsought(connection, crawled_since=now - timedelta(hours=settings.article_sweep_hours),
+                                          crawled_before=now - timedelta(seconds=settings.sweep_grace_seconds),
+                                          skip=sorted(queued), limit=PAGES_MOST)  # fmt: skip

@@ -27,9 +27,8 @@ def upgrade() -> None:
     done = await_only(renormalize_article_urls(AsyncConnection(AsyncEngine(bind.engine), bind)))
     log.info("article URLs normalized again: %d rewritten, %d merged into an older article, %d stories repaired; "
              "%d source feed URLs rewritten", done.rewritten, done.merged, done.stories, done.sources)  # fmt: skip
-    if done.sources_left:
-        log.warning("sources %s keep their feed URL: another source has it in normal form (delete one of the two)",
-                    ", ".join(map(str, done.sources_left)))  # fmt: skip
+    for survivor, merged in done.sources_merged:
+        log.warning("source %d merged into source %d: their feed URLs are one in normal form", merged, survivor)
 
 
 def downgrade() -> None:

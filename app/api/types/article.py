@@ -46,6 +46,11 @@ class ArticleNode(relay.Node):
     simhash: BigInt | None = strawberry.field(
         description="64-bit SimHash of title and summary; near-duplicates are within 3 bits (null until computed)."
     )
+    click_count: int = strawberry.field(
+        description="Readers who followed a share link to it (one a day each; written every "
+        "NEWSAGG_SHARE_CLICK_FLUSH_SECONDS)."
+    )
+    share_count: int = strawberry.field(description="Share links made to it (or to its story while it led it).")
     source_id: strawberry.Private[int]
     duplicate_of_id: strawberry.Private[int | None]
     cluster_id: strawberry.Private[int | None]
@@ -105,6 +110,8 @@ class ArticleNode(relay.Node):
             topics=topics_of(row.topics),
             content_hash=BigInt(row.content_hash),
             simhash=BigInt(row.simhash) if row.simhash is not None else None,
+            click_count=row.click_count,
+            share_count=row.share_count,
             source_id=row.source_id,
             duplicate_of_id=row.duplicate_of_id,
             cluster_id=row.cluster_id,

@@ -27,8 +27,8 @@ end of the migration's transaction (app/db/migrate.py runs every migration in on
 (measured by bench/search_text.py), 100,000 of them would hold that lock, reads included, for 8 minutes. The worker
 indexes them after, 200 articles per transaction (app/search/bodies.py), at its start.
 
-Revision ID: 0021
-Revises: 0020
+Revision ID: 0024
+Revises: 0023
 Create Date: 2026-11-26
 """
 
@@ -37,8 +37,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0021"
-down_revision: str | None = "0020"
+revision: str = "0024"
+down_revision: str | None = "0023"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,183 @@
+"""Running newsagg: supervision, workers, real-time delivery, retention and observability."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings
+
+
+class OperationsSettings(BaseSettings):
+    """Running newsagg (part of `app.settings.Settings`)."""
+
+    # --- supervision (`newsagg up`) ----------------------------------------------------------------------------------
+    api_processes: int = Field(
+        default=1,
+        ge=1,
+        description="API processes `newsagg up` runs (`--api`); more than one run on loopback ports behind HAProxy "
+        "on the API's host and port, or one alone when no haproxy is installed.",
+    )
+    worker_processes: int = Field(default=1, ge=1, description="arq workers `newsagg up` runs (`--workers`).")
+    article_worker_processes: int = Field(
+        default=1,
+        ge=0,
+        description="Article workers `newsagg up` runs (`--article-workers`): processes of their own that fetch "
+        "article pages for their text (`newsagg worker --articles`), so that extraction never slows crawling; its "
+        "crawl workers then leave the article queue alone. 0: `up` fetches no article pages at all.",
+    )
+    stop_grace_seconds: float = Field(
+        default=20,
+        description="`newsagg up` waits this long after SIGTERM for a child before it sends SIGKILL.",
+    )
+    health_probe_seconds: float = Field(
+        default=5,
+        description="`newsagg up` asks its API's /healthz this often (and waits this long at most).",
+    )
+    health_failures_to_restart: int = Field(
+        default=3,
+        description="`newsagg up` restarts its API after this many unanswered /healthz probes in a row.",
+    )
+    restart_budget: int = Field(
+        default=5,
+        description="`newsagg up` restarts a child at most this many times within `restart_window_seconds`; "
+        "one more failure stops everything.",
+    )
+    restart_window_seconds: float = Field(default=300, description="The window of `restart_budget`.")
+
+    # --- worker ------------------------------------------------------------------------------------------------------
+    worker_poll_delay_seconds: float = Field(
+        default=0.05,
+        description="How often an idle arq worker polls its queue (arq's default 0.5 s is slow).",
+    )
+    worker_max_jobs: int = Field(default=20, description="Concurrent jobs per worker process.")
+    queue_name: str = Field(default="newsagg:queue", description="arq queue name.")
+    worker_heartbeat_seconds: float = Field(
+        default=5, gt=0, description="How often each worker renews its heartbeat (a row in PostgreSQL)."
+    )
+    worker_gone_after_seconds: float = Field(
+        default=20, gt=0, description="A worker whose heartbeat is older than this is gone: the next crawl tick "
+        "returns its claimed sources to pending (crawled again at once), without waiting for the in-flight timeout.",
+    )  # fmt: skip
+    sweep_seconds: int = Field(
+        default=10, ge=1, le=60, description="How often the sweeper looks for articles whose understanding was lost."
+    )
+    sweep_grace_seconds: float = Field(
+        default=30, gt=0, description="An article still without its story this long after it was stored is "
+        "understood and clustered again, and a source claimed this long ago whose refresh job is neither queued nor "
+        "running is claimed again (the job was lost with a worker, or with Redis).",
+    )  # fmt: skip
+
+    # --- real-time delivery and Redis --------------------------------------------------------------------------------
+    broadcast_catch_up_seconds: float = Field(
+        default=10,
+        description="After a Redis outage, an API process re-reads from the outbox the events delivered "
+        "this long before it noticed the loss (events its subscribers may have missed; those seen are skipped).",
+    )
+    broadcast_liveness_seconds: float = Field(
+        default=5,
+        gt=0,
+        description="An API process's pub/sub reader PINGs Redis after this long without a word from it, and "
+        "reconnects when the PING goes unanswered as long (a Redis that hangs closes no connection).",
+    )
+    redis_backoff_max_seconds: float = Field(
+        default=5,
+        description="Longest wait between two reconnects to Redis (the broadcaster's and the worker's).",
+    )
+
+    # --- retention (app/retention/: one hourly pass, bounded batches; 0 keeps forever) -------------------------------
+    # Notifications (DESIGN §6) do not exist yet: their retention comes with them.
+    articles_retention_days: float = Field(
+        default=90,
+        ge=0,
+        description="Articles stored more than this many days ago are deleted, with their read events; the stories "
+        "they were in are counted and represented again. An article of a story that changed in the last 49 hours "
+        "(the clustering window and an hour) waits until the story has settled.",
+    )
+    stories_retention_days: float = Field(
+        default=7,
+        ge=0,
+        description="Stories left with no article (retention or sourceDelete took them all) or merged into another "
+        "are deleted once unchanged this many days (never within 49 hours, and those retention empties by the next "
+        "hourly pass); until then their ids still resolve.",
+    )
+    read_events_retention_days: float = Field(
+        default=180,
+        ge=0,
+        description="Reading history (clicks, reads, saves) older than this is deleted; the interests learnt "
+        "from it stay.",
+    )
+    sessions_retention_days: float = Field(
+        default=7,
+        ge=0,
+        description="Sign-in sessions are deleted this many days after they expired or were signed out "
+        "(they stop working at once either way).",
+    )
+    fetch_log_retention_days: float = Field(default=14, ge=0, description="Fetch log rows older than this are deleted.")
+    fetch_archive_retention_days: float = Field(
+        default=7,
+        ge=0,
+        description="Archived fetch bodies older than this are deleted (never later than their fetch log row).",
+    )
+    breaking_events_retention_days: float = Field(
+        default=30,
+        ge=0,
+        description="Delivered breaking-news events are kept this long (`breakingEvents(after:)` reads).",
+    )
+    story_updates_retention_hours: float = Field(
+        default=24,
+        ge=0,
+        description="Delivered `storyUpdated` events are kept this long (only the live push reads them).",
+    )
+    articles_added_retention_hours: float = Field(
+        default=1,
+        ge=0,
+        description="Delivered `articleAdded` events are kept this long (an API process that lost Redis "
+        "catches its subscribers up from them).",
+    )
+    search_events_retention_hours: float = Field(
+        default=24,
+        ge=0,
+        description="Delivered search-index events are kept this long (for looking into a sync).",
+    )
+    retention_article_batch: int = Field(
+        default=500,
+        ge=1,
+        le=10_000,
+        description="Retention deletes articles (their stories repaired in each batch) and emptied stories this many "
+        "per transaction, clustering waiting meanwhile, and other rows twenty times as many: no transaction holds "
+        "locks for long.",
+    )
+
+    # --- observability -----------------------------------------------------------------------------------------------
+    log_format: Literal["text", "json"] | None = Field(
+        default=None,
+        description="`text` (aligned, for people) or `json` (one object a line, for collectors); unset: text when "
+        "standard error is a terminal, else json (`--log-format`).",
+    )
+    log_level: str = Field(
+        default="INFO", pattern=r"(?i)^(debug|info|warning|error)$", description="DEBUG, INFO, WARNING or ERROR "
+        "(`--log-level`).",
+    )  # fmt: skip
+    metrics_dir: Path | None = Field(
+        default=None,
+        description="Folder where every API and worker process of one host writes its metrics, so that any API's "
+        "/metrics reports them all (emptied when the first of them starts); unset: `metrics` under `home`.",
+    )
+
+    worker_metrics_address: str | None = Field(
+        default=None,
+        pattern=r"^[^:\s]*:\d{1,5}$",
+        description="HOST:PORT where `newsagg worker` also serves /metrics (its host's processes, as an API does), for "
+        "workers on hosts or in containers without an API process, e.g. `0.0.0.0:9100`; unset: none.",
+    )
+
+    @field_validator("worker_gone_after_seconds")
+    @classmethod
+    def _gone_after_missed_beats(cls, seconds: float, info: ValidationInfo) -> float:
+        """Shorter, and a worker whose beat is a little late would lose its claims to a duplicate crawl."""
+        beat = info.data.get("worker_heartbeat_seconds")
+        if beat is not None and seconds < 2 * beat:
+            raise ValueError("must be at least twice worker_heartbeat_seconds")
+        return seconds

@@ -1,0 +1,75 @@
+"""Click counters from Redis to PostgreSQL in one batch: daily counts by referrer, the articles' click_count, and
+trending engagement for their stories. A batch is written once even if the flush dies after its commit."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.sharing import repository as links
+from app.sharing.counters import CLICK, ShareCounters
+from app.trending.store import record_engagement
+
+log = logging.getLogger(__name__)
+BATCH_MEMORY_DAYS = 7
+CLICK_WEIGHT = 1.0  # a click on a shared link weighs as a reader's click does in trending (app/trending/store.py)
+
+
+@dataclass(frozen=True, slots=True)
+class Flushed:
+    clicks: int
+    previews: int
+    days: int  # (link, day, referrer) rows written
+
+
+async def flush_clicks(db: async_sessionmaker[AsyncSession], redis: Redis, now: datetime) -> Flushed:
+    counters = ShareCounters(redis)
+    taken = await counters.take_batch(uuid.uuid4().hex)
+    if taken is None:
+        return Flushed(0, 0, 0)
+    batch_id, fields = taken
+    days, article_clicks, story_clicks = _tally(fields)
+    async with db.begin() as session:
+        fresh = await links.claim_batch(session, uuid.UUID(batch_id))
+        stories: dict[int, int] = {}
+        if fresh:
+            alive = await links.existing_links(session, sorted({d.link_id for d in days}))
+            await links.add_days(session, [d for d in days if d.link_id in alive])
+            stories = await links.add_clicks(session, article_clicks)
+            await links.forget_batches(session, BATCH_MEMORY_DAYS)
+    await counters.done()
+    if not fresh:
+        log.warning("share clicks: batch %s was written already (a flush stopped after its commit)", batch_id)
+        return Flushed(0, 0, 0)
+    for article_id, story_id in stories.items():
+        story_clicks[story_id] += article_clicks[article_id]
+    for story_id, count in story_clicks.items():
+        await record_engagement(redis, story_id, CLICK_WEIGHT * count, now)
+    return Flushed(sum(d.clicks for d in days), sum(d.previews for d in days), len(days))
+
+
+def _tally(fields: dict[str, int]) -> tuple[list[links.DayCount], Counter[int], Counter[int]]:
+    """Per (link, day, host) counts; clicks per article; clicks of links that lead to no article, per story."""
+    per_day: dict[tuple[int, date, str], list[int]] = defaultdict(lambda: [0, 0])
+    articles: Counter[int] = Counter()
+    stories: Counter[int] = Counter()
+    for field, count in fields.items():
+        try:
+            link, article, story, day, host, kind = field.split("|")
+            key = (int(link), date.fromisoformat(day), host)
+        except ValueError:
+            log.warning("share clicks: counter %r is not one of ours, dropped", field[:200])
+            continue
+        per_day[key][0 if kind == CLICK else 1] += count
+        if kind == CLICK and article != "0":
+            articles[int(article)] += count
+        elif kind == CLICK and story != "0":
+            stories[int(story)] += count
+    days = [links.DayCount(link, day, host, c, p) for (link, day, host), (c, p) in per_day.items()]
+    return days, articles, stories
