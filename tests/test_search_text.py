@@ -152,7 +152,7 @@ async def matching(engine: AsyncEngine, words: str) -> int:
         return int(
             await db.scalar(
                 text(
-                    "SELECT count(*) FROM articles WHERE search_vector @@ "
+                    "SELECT count(*) FROM articles WHERE body_vector @@ "
                     "websearch_to_tsquery(newsagg_ts_config('fr'), :words)"
                 ),
                 {"words": words},

@@ -37,7 +37,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.search import terms, tsquery
-from app.search.documents import TEXT_CHARS
+from app.search.body import body_hits
 from app.search.query import (
     MARK_END,
     MARK_START,
@@ -53,12 +53,6 @@ from app.search.query import (
 from app.search.windows import SPARSE_ROWS, WALK_ROWS, Windows
 
 RANK_WEIGHT, FRESHNESS_WEIGHT = 0.7, 0.3  # the score: text rank blended with freshness
-BODY_SHARE = 0.2  # of the text rank a body match can add: however often a body says a word, a title or summary
-# match of it ranks higher (a title match alone is 0.5, a summary one 0.29; a body-only match stays under 0.2)
-
-# ts_rank_cd's weights are {D, C, B, A}: the title (A) and summary (B) as PostgreSQL's defaults, the body (D) apart
-_TEXT_RANK = """(SELECT ts_rank_cd('{0, 0.2, 0.4, 1.0}', m.search_vector, q.query, 32) AS fields,
-                         ts_rank_cd('{1, 0, 0, 0}', m.search_vector, q.query, 32) AS body)"""
 FRESHNESS_HALF_LIFE_HOURS = 48.0
 DEFAULT_LANGUAGE = "en"  # the stemmed form a query gets when it names no language (most of the corpus)
 TYPO_MAX_WORDS = 3  # queries this short, without operators, are corrected when nothing matches them
@@ -88,34 +82,35 @@ _PLANNING = text(
 _FORMS = """SELECT CAST(websearch_to_tsquery(config, newsagg_search_text(:query)) AS text) AS form
               FROM unnest({configs}) WITH ORDINALITY AS c(config, n) ORDER BY n"""
 
-_RANKED = """
+_MATCHED = """
     WITH q AS (SELECT CAST(:exact AS tsquery) AS query, {configs} AS configs, {searched} AS searched),
     {matches}
     scored AS (
         SELECT m.id, m.cluster_id, m.published_at,
-               {rank_weight} * (r.fields + (1 - r.fields) * {body_share} * r.body) + {fresh_weight} * {freshness}
-                   AS score
-        FROM candidates m CROSS JOIN q CROSS JOIN LATERAL {text_rank} AS r
+               {rank_weight} * ts_rank_cd(m.search_vector, q.query, 32) + {fresh_weight} * {freshness} AS score
+        FROM candidates m, q
     ),
     grouped AS (
         SELECT s.*, row_number() OVER (PARTITION BY coalesce(s.cluster_id, -s.id) ORDER BY s.score DESC, s.id DESC)
                     AS place,
                count(*) OVER (PARTITION BY coalesce(s.cluster_id, -s.id)) AS matches
         FROM scored s
-    ),
+    )"""
+# how many hits the title and summary have, when a page past their last one asks (the body's hits follow them)
+_COUNTED = _MATCHED + "\n    SELECT count(*) FROM grouped WHERE {grouping}"
+_RANKED = (
+    _MATCHED
+    + """,
     page AS (
         SELECT * FROM grouped WHERE {grouping}
         ORDER BY {inner_order}
         LIMIT :limit OFFSET :offset
     )
-    SELECT page.id, page.cluster_id, page.score, page.matches, h.title_highlight, h.summary_highlight,
-           CASE WHEN t.text IS NULL OR strpos(h.title_highlight || h.summary_highlight, :mark) > 0 THEN NULL
-                ELSE {body_highlight} END AS body_highlight
-    FROM page JOIN articles a ON a.id = page.id CROSS JOIN q
-    CROSS JOIN LATERAL (SELECT {highlights}) AS h
-    LEFT JOIN article_texts t ON t.article_id = a.id AND t.text <> ''
+    SELECT page.id, page.cluster_id, page.score, page.matches, {highlights}
+    FROM page JOIN articles a ON a.id = page.id, q
     ORDER BY {outer_order}
 """
+)
 
 # a hit is highlighted in its own language when the query was parsed in it too, else unstemmed
 _HEADLINE_CONFIG = """CASE WHEN newsagg_ts_config(a.language) = ANY(q.configs) THEN newsagg_ts_config(a.language)
@@ -125,9 +120,6 @@ _HEADLINES = f"""
     ts_headline({_HEADLINE_CONFIG}, a.summary, q.query,
                 :marks || ', MaxFragments=2, MaxWords={SUMMARY_WORDS}, MinWords=10') AS summary_highlight
 """
-# an extract of the body (its indexed part) when only the body matched: neither title nor summary has a mark
-_BODY_HEADLINE = f"""ts_headline({_HEADLINE_CONFIG}, left(t.text, {TEXT_CHARS}), q.query,
-                                 :marks || ', MaxFragments=2, MaxWords={SUMMARY_WORDS}, MinWords=10')"""
 _MARKS = f'StartSel="{MARK_START}", StopSel="{MARK_END}", FragmentDelimiter=" … "'
 
 
@@ -146,17 +138,19 @@ class PostgresSearch:
         correctable = _correctable(words)
         async with self._sessions() as db:
             await db.execute(_PLANNING)  # for the whole transaction
-            hits = await self._ranked(db, query, words, now=now, limit=limit, offset=offset)
+            hits = await self._found(db, query, words, now=now, limit=limit, offset=offset)
             if hits or offset or not correctable:
                 return SearchResult(hits, backend=self.name)
             better = await terms.corrected(db, words)
             if better is None:
                 return SearchResult([], backend=self.name)
-            hits = await self._ranked(db, query, better, now=now, limit=limit, offset=offset)
+            hits = await self._found(db, query, better, now=now, limit=limit, offset=offset)
             return SearchResult(hits, backend=self.name, corrected=better if hits else None)
 
-    async def _ranked(self, db: AsyncSession, query: SearchQuery, words: str, *, now: datetime, limit: int,
-                      offset: int) -> list[SearchHit]:  # fmt: skip
+    async def _found(self, db: AsyncSession, query: SearchQuery, words: str, *, now: datetime, limit: int,
+                     offset: int) -> list[SearchHit]:  # fmt: skip
+        """The title and summary's hits from `offset`, then, when they do not fill the page, the body's
+        (app/search/body.py): offsets past the first tier's last hit are offsets into the second."""
         configs, params = _configs(query)
         exact, loose = await _parsed(db, words, configs, params)
         filter_query, filters, filter_params = _filters(query)
@@ -164,26 +158,34 @@ class PostgresSearch:
         searched = f"(CAST(:{'loose' if loose else 'exact'} AS tsquery){filter_query})"
         exact_test = "AND ts_match_vq(a.search_vector, CAST(:exact AS tsquery))" if loose else ""
         inner = "published_at DESC, id DESC" if query.newest_first else "score DESC, id DESC"
-        sql = _RANKED.format(
-            configs=configs, searched=searched, matches=self._windows.sql(filters, searched, exact_test),
-            rank_weight=RANK_WEIGHT, fresh_weight=FRESHNESS_WEIGHT, freshness=_FRESHNESS,
-            grouping="place = 1" if query.by_story else "true", inner_order=inner,
-            outer_order=", ".join(f"page.{part}" for part in inner.split(", ")), highlights=_HEADLINES,
-            body_highlight=_BODY_HEADLINE, text_rank=_TEXT_RANK, body_share=BODY_SHARE,
-        )  # fmt: skip
+        parts = {
+            "configs": configs,
+            "searched": searched,
+            "matches": self._windows.sql(filters, searched, exact_test),
+            "rank_weight": RANK_WEIGHT,
+            "fresh_weight": FRESHNESS_WEIGHT,
+            "freshness": _FRESHNESS,
+            "grouping": "place = 1" if query.by_story else "true",
+            "inner_order": inner,
+            "outer_order": ", ".join(f"page.{part}" for part in inner.split(", ")),
+            "highlights": _HEADLINES,
+        }
         windows = await self._windows.params(db, now=now, until=query.until)
-        rows = await db.execute(text(sql), {**params, **filter_params, **windows, "exact": exact, "loose": loose,
-                                            "now": now, "limit": limit, "offset": offset,
-                                            "marks": _MARKS, "mark": MARK_START})  # fmt: skip
-        return [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
-                          highlighted(_extract(r.summary_highlight, r.body_highlight)), int(r.matches))
-                for r in rows]  # fmt: skip
-
-
-def _extract(summary: str, body: str | None) -> str:
-    """The summary's extract, or the body's when only the body has the words (a phrase split across fields has
-    none: the summary then)."""
-    return body if body is not None and MARK_START in body else summary
+        bound = {**params, **filter_params, **windows, "exact": exact, "loose": loose, "now": now, "marks": _MARKS}
+        rows = await db.execute(text(_RANKED.format(**parts)), {**bound, "limit": limit, "offset": offset})
+        hits = [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
+                          highlighted(r.summary_highlight), int(r.matches)) for r in rows]  # fmt: skip
+        if len(hits) >= limit:
+            return hits
+        if hits or not offset:
+            first_tier = offset + len(hits)
+        else:  # a page past the first tier's hits: how many it has
+            first_tier = int(await db.scalar(text(_COUNTED.format(**parts)), bound) or 0)
+        return hits + await body_hits(
+            db, query, configs=configs, loose=loose is not None, filter_query=bool(filter_query), filters=filters,
+            headline_config=_HEADLINE_CONFIG, freshness=_FRESHNESS, params=bound, limit=limit - len(hits),
+            offset=max(offset - first_tier, 0),
+        )  # fmt: skip
 
 
 def _correctable(words: str) -> bool:

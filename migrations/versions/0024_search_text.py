@@ -45,17 +45,6 @@ depends_on: str | Sequence[str] | None = None
 # Hiragana, Katakana, CJK ideographs (extension A, unified, compatibility) and Hangul syllables: 0010's CJK
 CJK = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
 BODY_CHARS = 20_000  # app/search/documents.py TEXT_CHARS
-WITH_FILTERS = "newsagg_search_vector(language, title, summary, topics, source_id)"  # 0011's
-WITH_BODY = "newsagg_search_vector(language, title, summary, topics, source_id, body_vector)"
-
-
-def _vector_column(schema: str, expression: str) -> None:
-    op.drop_index("ix_articles_search", table_name="articles")
-    op.drop_column("articles", "search_vector")
-    op.execute(f"ALTER TABLE articles ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({schema}.{expression}) "
-               "STORED")  # fmt: skip
-    op.create_index("ix_articles_search", "articles", ["search_vector"], unique=False, postgresql_using="gin")
-    op.execute("ALTER TABLE articles ALTER COLUMN search_vector SET STATISTICS 1000")
 
 
 def _functions(schema: str) -> None:
@@ -69,12 +58,6 @@ def _functions(schema: str) -> None:
                 || CASE WHEN {config} = {simple} THEN ''::tsvector
                         ELSE setweight(to_tsvector({config}, {body}), 'D') END
         $$
-    """)
-    op.execute(f"""
-        CREATE FUNCTION {schema}.newsagg_search_vector(language text, title text, summary text, topics varchar[],
-                                                       source_id bigint, body tsvector) RETURNS tsvector
-        LANGUAGE sql IMMUTABLE PARALLEL SAFE
-        AS $$ SELECT {schema}.{WITH_FILTERS} || coalesce(body, ''::tsvector) $$
     """)
 
 
@@ -166,17 +149,18 @@ def upgrade() -> None:
     _cjk_bigrams(schema)
     _functions(schema)
     _triggers(schema)  # from here on, every text written has its vector; those stored before: app/search/bodies.py
-    _vector_column(schema, WITH_BODY)
+    # (every body vector is NULL yet: the index is built empty, at once)
+    op.create_index("ix_articles_body", "articles", ["body_vector"], unique=False, postgresql_using="gin",
+                    postgresql_where=sa.text("body_vector IS NOT NULL"))  # fmt: skip
 
 
 def downgrade() -> None:
     schema = op.get_bind().scalar(sa.text("SELECT current_schema()"))
-    _vector_column(schema, WITH_FILTERS)
+    op.drop_index("ix_articles_body", table_name="articles")
     op.execute("DROP TRIGGER articles_body_language ON articles")
     op.execute("DROP TRIGGER article_texts_vector_update ON article_texts")
     op.execute("DROP TRIGGER article_texts_vector_insert ON article_texts")
     op.execute(f"DROP FUNCTION {schema}.newsagg_body_language()")
     op.execute(f"DROP FUNCTION {schema}.newsagg_texts_to_vector()")
-    op.execute(f"DROP FUNCTION {schema}.newsagg_search_vector(text, text, text, varchar[], bigint, tsvector)")
     op.execute(f"DROP FUNCTION {schema}.newsagg_body_vector(text, text)")
     op.drop_column("articles", "body_vector")

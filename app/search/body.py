@@ -1,0 +1,88 @@
+"""The second tier of PostgreSQL search: articles whose own text (app/extraction) matches a query their title and
+summary do not, read only when the title and summary's matches do not fill the page.
+
+The body has its own vector (`articles.body_vector`, migration 0024: the lead of the text, weight D, the article's
+language stemmed and unstemmed, CJK bigrams) under its own GIN index, not concatenated into the search vector: the
+title and summary's search (app/search/postgres.py, app/search/windows.py) reads the short vectors it read before,
+ranks them as before, and a common word's candidates are not multiplied by every body that says it. Every body-only
+match ranks under every title or summary match, so the tiers are searched one after the other and a page takes the
+title and summary's hits first, then the body's: their order is the one a single ranking would give. Paging goes on
+across the tiers (a page's offset past the first tier's hits is an offset into the second).
+
+The body's hits are its newest matches (up to `candidates`, as the first tier's), newest first: no `ts_rank` on
+long vectors, their score a constant tier (BODY_SCORE, under any title match) times freshness. Filters are tested
+as in the first tier (the topic, source and language lexemes of the search vector, the dates); one hit per story
+leaves out the stories the first tier showed (a story with an article whose title or summary matches). A hit's
+extract comes from the body.
+
+What it does not do: a query whose words are split between the title and the body (every word must be in one of
+the two tiers' fields) is not found by that split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.search.query import SUMMARY_WORDS, SearchHit, SearchQuery, highlighted
+
+BODY_CHARS = 20_000  # the lead of a text its vector holds (migration 0024)
+BODY_SCORE = 0.1  # a body-only hit's score, times its freshness: under a title or summary match's
+
+_BODY = """
+    WITH q AS (SELECT CAST(:exact AS tsquery) AS query, {configs} AS configs),
+    candidates AS (
+        SELECT a.id, a.cluster_id, a.published_at
+        FROM articles a
+        WHERE a.body_vector @@ CAST(:{searched} AS tsquery) {exact_test} {filter_test} {filters}
+          AND NOT ts_match_vq(a.search_vector, CAST(:exact AS tsquery)) {story_test}
+        ORDER BY a.published_at DESC, a.id DESC
+        LIMIT :candidates
+    ),
+    grouped AS (
+        SELECT m.*, {body_score} * {freshness} AS score,
+               row_number() OVER (PARTITION BY coalesce(m.cluster_id, -m.id) ORDER BY m.published_at DESC, m.id DESC)
+                   AS place,
+               count(*) OVER (PARTITION BY coalesce(m.cluster_id, -m.id)) AS matches
+        FROM candidates m
+    ),
+    page AS (
+        SELECT * FROM grouped WHERE {grouping}
+        ORDER BY published_at DESC, id DESC
+        LIMIT :limit OFFSET :offset
+    )
+    SELECT page.id, page.cluster_id, page.score, page.matches,
+           ts_headline({config}, a.title, q.query, :marks || ', HighlightAll=true') AS title_highlight,
+           ts_headline({config}, left(t.text, {body_chars}), q.query,
+                       :marks || ', MaxFragments=2, MaxWords={summary_words}, MinWords=10') AS body_highlight
+    FROM page JOIN articles a ON a.id = page.id JOIN article_texts t ON t.article_id = a.id, q
+    ORDER BY page.published_at DESC, page.id DESC
+"""
+# one hit per story: not a story of the first tier (one of its articles' title or summary matches, within filters)
+_STORY_TEST = """AND NOT (a.cluster_id IS NOT NULL AND EXISTS (
+            SELECT 1 FROM articles s
+            WHERE s.cluster_id = a.cluster_id AND s.search_vector @@ CAST(:exact AS tsquery)
+                  {filter_test} {filters}))"""
+
+
+async def body_hits(db: AsyncSession, query: SearchQuery, *, configs: str, loose: bool, filter_query: bool,
+                    filters: str, headline_config: str, freshness: str, params: Mapping[str, Any], limit: int,
+                    offset: int) -> list[SearchHit]:  # fmt: skip
+    """Up to `limit` body-only hits after the first `offset`. `configs` is the query's configurations (an SQL array),
+    `params` binds `exact` (and `loose` when `loose`), `filters` (a tsquery, when `filter_query`), the date
+    conditions' `filters` (on `a`), `candidates`, `now`, `marks` and the languages `configs` names."""
+    filter_test = "AND {0}.search_vector @@ CAST(:filters AS tsquery)" if filter_query else ""
+    story_test = _STORY_TEST.format(filter_test=filter_test.format("s"), filters=filters.replace("a.", "s."))
+    sql = _BODY.format(
+        configs=configs, searched="loose" if loose else "exact", filter_test=filter_test.format("a"), filters=filters,
+        exact_test="AND ts_match_vq(a.body_vector, CAST(:exact AS tsquery))" if loose else "",
+        story_test=story_test if query.by_story else "", body_score=BODY_SCORE, freshness=freshness,
+        grouping="place = 1" if query.by_story else "true", config=headline_config, body_chars=BODY_CHARS,
+        summary_words=SUMMARY_WORDS,
+    )  # fmt: skip
+    rows = await db.execute(text(sql), {**params, "limit": limit, "offset": offset})
+    return [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
+                      highlighted(r.body_highlight), int(r.matches)) for r in rows]  # fmt: skip
