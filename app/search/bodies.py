@@ -1,13 +1,12 @@
 """The body vectors of texts stored before migration 0024, computed by the worker in small committed batches.
 
-From 0024 on, triggers give every text written its article's body vector (and the search vector with it). The
-texts already stored get theirs here rather than in the migration: indexing a text costs about 5 ms (its words in
-two configurations, the row rewritten, the GIN index updated), so 100,000 texts are 8 minutes, which the migration
-would spend holding the exclusive lock it takes on articles (reads wait too). Here each batch of BATCH articles is a
-transaction of its own (about a second), so readers and ingest go on, and a search finds an old article by its body
-from the moment its batch commits. The worker runs it at its start and daily (one worker at a time: an advisory
-lock); once everything is indexed a run only reads article_texts' keys.
-"""
+From 0024 on, triggers give every text written its article's body vector. The texts already stored get theirs here
+rather than in the migration: indexing a text costs about 5 ms (its words in two configurations, the row rewritten,
+the body's GIN index updated), so 100,000 texts are 8 minutes, which the migration would spend holding the exclusive
+lock it takes on articles (reads wait too). Here each batch of BATCH articles is a transaction of its own (about a
+second), so readers and ingest go on, and a search finds an old article by its body from the moment its batch
+commits. The worker runs it at its start and daily (one worker at a time: an advisory lock); once everything is
+indexed a run only reads article_texts' keys."""
 
 from __future__ import annotations
 

@@ -1,24 +1,25 @@
 """Full-text search on PostgreSQL: the default backend, and the one every other falls back to.
 
 The database keeps each article's search vector (migration 0010): title weight A, summary B, in the article's
-language (stemmed, accents folded) and unstemmed, CJK text as character bigrams; and the first 20,000 characters of
-the article's own text (app/extraction), weight D, the same way (migration 0024, as soon as the text is stored). A
-query is parsed by `websearch_to_tsquery` (quotes, `-`, `or`) unstemmed and in each language it names (English when
-it names none), the forms joined by OR, so "elections" finds "election" in an English article and any article's exact
-words match whatever its language (each distinct form once). Topic, source and language filters are lexemes of the
-same vector (migration 0011), so the index applies them with the words. The index is asked for the query loosened,
-phrases as AND and exclusions dropped (app/search/tsquery.py), and the exact query is tested on the rows it finds,
-after their dates: the index cannot check word positions anyway (every phrase is tested on the stored vectors), and
-it reads no posting list for an excluded word. Hits are highlighted by `ts_headline`, and optionally one per story
-(its best article, with how many of the story's articles matched).
+language (stemmed, accents folded) and unstemmed, CJK text as character bigrams. The article's own text
+(app/extraction) has a vector and an index of its own (migration 0024), searched as a second tier after the title
+and summary's matches when they do not fill the page (app/search/body.py). A query is parsed by
+`websearch_to_tsquery` (quotes, `-`, `or`) unstemmed and in each language it names (English when it names none), the
+forms joined by OR, so "elections" finds "election" in an English article and any article's exact words match
+whatever its language (each distinct form once). Topic, source and language filters are lexemes of the same vector
+(migration 0011), so the index applies them with the words. The index is asked for the query loosened, phrases as
+AND and exclusions dropped (app/search/tsquery.py), and the exact query is tested on the rows it finds, after their
+dates: the index cannot check word positions anyway (every phrase is tested on the stored vectors), and it reads no
+posting list for an excluded word. Hits are highlighted by `ts_headline`, and optionally one per story (its best
+article, with how many of the story's articles matched).
 
 Ranking: of the matches, the newest `candidates` (1,000 by default, found as app/search/windows.py reads them) are
 ranked by `ts_rank_cd` blended with freshness, and pages walk them. That bounds the work for a word in every tenth
 headline (PostgreSQL would otherwise rank tens of thousands of rows to show 20): news is searched for what is
 recent, and an older article of such a word is reached by narrowing the search (`from`/`to`, topics, sources)
-rather than by paging past a thousand hits. The text rank is title and summary's, plus at most BODY_SHARE of what
-is left for the body's: a body that says a word fifty times still ranks below a headline that says it once. A hit
-that matched only in its body shows an extract of the body in place of the summary's.
+rather than by paging past a thousand hits. The body's matches follow (newest first, up to `candidates` too), each
+with an extract of the body in place of the summary's; a page whose offset is past the title and summary's hits
+is a page of the body's.
 
 A short query (up to 3 words, no operators) that matches nothing has its unknown or rare words corrected from the
 words of titles they could be typos of (app/search/terms.py: "ukriane" → "ukraine", but never "ukraine" → "maine")
