@@ -5,10 +5,11 @@ bench/search.py's corpus (`--articles`, default 100,000: the real feed items and
 scratch database and searched with its query mix (~400 queries, each without and with filters) as title and summary
 only; then every article gets a text (`article_texts`, as extraction stores it: the summaries of the next
 `--body-summaries` articles, about 3 KB of real news sentences, the median article body; one in 50 a 30 KB page, over
-the 20,000-character cap), whose body vectors the triggers of migration 0024 compute as texts arrive; then VACUUM
+the 20,000-character cap), which the body index of migration 0024 takes in as texts arrive; then VACUUM
 ANALYZE as autovacuum would, and the same searches again. Figures: p50/p95 of both rounds and their ratios, hits
-found, the rate texts are indexed at (what the migration's backfill and the page-fetch path pay per text), and the
-articles table's size before and after.
+found, the rate texts are indexed at (what the migration's backfill and the page-fetch path pay per text), the
+articles table's size (with its indexes) before and after, the body index's (on article_texts), and what search
+stores after (the table and the body index) against before.
 
     python -m bench.search_text [--articles 100000] [--body-summaries 15] [--data PATH] [--seed 7] [--keep]
 
@@ -67,10 +68,11 @@ _TEXTS = text("""
     WHERE a.id > :after AND a.id <= :after + :batch AND b.body IS NOT NULL
 """)
 _TEXT_SIZES = text("""
-    SELECT avg(length(text))::int AS chars, percentile_cont(0.5) WITHIN GROUP (ORDER BY length(text)) AS median,
-           (SELECT avg(pg_column_size(body_vector))::int FROM articles WHERE body_vector IS NOT NULL) AS vector
+    SELECT avg(length(text))::int AS chars, percentile_cont(0.5) WITHIN GROUP (ORDER BY length(text)) AS median
     FROM article_texts""")
 _SIZE = text("SELECT pg_total_relation_size('articles')")
+# what search keeps of the bodies: their index (migration 0024; the texts themselves are stored for the reader anyway)
+_BODY_INDEX = text("SELECT pg_relation_size('ix_article_texts_body')")
 
 
 async def measured(search: Search, sessions: Any, plan: list[Spec], max_id: int, seed: int) -> dict[str, Any]:
@@ -96,7 +98,7 @@ async def add_texts(engine: AsyncEngine, max_id: int, summaries: int) -> dict[st
         await connection.execute(text("VACUUM ANALYZE article_texts"))
         row = (await connection.execute(_TEXT_SIZES)).one()
     return {"texts": texts, "texts_indexed_per_second": round(texts / indexing), "text_chars_mean": row.chars,
-            "text_chars_median": int(row.median), "body_vector_bytes_mean": row.vector}  # fmt: skip
+            "text_chars_median": int(row.median)}  # fmt: skip
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -130,6 +132,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             with_bodies = await measured(search, sessions, plan, loaded["max_id"], args.seed)
             async with engine.connect() as connection:
                 size_after = int(await connection.scalar(_SIZE) or 0)
+                body_index = int(await connection.scalar(_BODY_INDEX) or 0)
         finally:
             await engine.dispose()
             await redis.aclose()
@@ -143,6 +146,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "ratio_p95_bodies_to_title_summary": round(with_bodies["p95"] / without["p95"], 2),
         "articles_table_mb_before": round(size_before / 2**20),
         "articles_table_mb_after": round(size_after / 2**20),
+        "body_index_mb": round(body_index / 2**20),
+        "ratio_search_storage": round((size_after + body_index) / size_before, 2),
         **({"database": url.rsplit("/", 1)[1]} if args.keep else {}),
     }
 

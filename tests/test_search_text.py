@@ -130,8 +130,11 @@ async def test_a_2_mb_body_is_indexed_up_to_the_cap(services: Services, settings
     assert await found(services, "quokka") == []  # past the first TEXT_CHARS characters
     assert await found(services, "透明度") == [cjk_page]
     async with services.db.begin() as db:
-        sizes = (await db.execute(text("SELECT pg_column_size(body_vector) FROM articles WHERE body_vector IS NOT NULL"
-                                       ))).scalars().all()  # fmt: skip
+        vectors = text(
+            "SELECT pg_column_size(newsagg_body_vector(search_language, text)) FROM article_texts "
+            "WHERE search_language IS NOT NULL"
+        )
+        sizes = (await db.execute(vectors)).scalars().all()
     assert len(sizes) == 2
     assert max(sizes) < 200_000  # bounded by the cap, not by the page
 
@@ -152,7 +155,8 @@ async def matching(engine: AsyncEngine, words: str) -> int:
         return int(
             await db.scalar(
                 text(
-                    "SELECT count(*) FROM articles WHERE body_vector @@ "
+                    "SELECT count(*) FROM article_texts WHERE search_language IS NOT NULL AND "
+                    "newsagg_body_vector(search_language, text) @@ "
                     "websearch_to_tsquery(newsagg_ts_config('fr'), :words)"
                 ),
                 {"words": words},

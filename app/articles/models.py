@@ -18,9 +18,6 @@ class Article(Base):
         Index("ix_articles_published_id", "published_at", "id"),
         Index("ix_articles_source_published", "source_id", "published_at"),
         Index("ix_articles_search", "search_vector", postgresql_using="gin"),
-        Index(
-            "ix_articles_body", "body_vector", postgresql_using="gin", postgresql_where=text("body_vector IS NOT NULL")
-        ),  # migration 0024
         Index("ix_articles_topics", "topics", postgresql_using="gin"),
         Index("ix_articles_simhash_bands", "simhash_bands", postgresql_using="gin"),
         Index("ix_articles_unclustered", "id", postgresql_where=text("cluster_id IS NULL")),
@@ -46,10 +43,6 @@ class Article(Base):
     cluster_id: Mapped[int | None] = mapped_column(ForeignKey("story_clusters.id", ondelete="SET NULL"), index=True)
     click_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     share_count: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
-    # the article's text (app/extraction) as search reads it: its first 20,000 characters' words, weight D, kept by
-    # triggers when the text is written or the language changes (migration 0024), its own index searched after the
-    # title and summary's (app/search/body.py); read by SQL only, never loaded
-    body_vector: Mapped[str | None] = mapped_column(TSVECTOR, deferred=True)
     search_vector: Mapped[str] = mapped_column(
         TSVECTOR,
         Computed(

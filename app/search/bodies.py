@@ -1,12 +1,14 @@
-"""The body vectors of texts stored before migration 0024, computed by the worker in small committed batches.
+"""Texts stored before migration 0024 joined to search's index of bodies by the worker, in small committed batches.
 
-From 0024 on, triggers give every text written its article's body vector. The texts already stored get theirs here
-rather than in the migration: indexing a text costs about 5 ms (its words in two configurations, the row rewritten,
-the body's GIN index updated), so 100,000 texts are 8 minutes, which the migration would spend holding the exclusive
-lock it takes on articles (reads wait too). Here each batch of BATCH articles is a transaction of its own (about a
-second), so readers and ingest go on, and a search finds an old article by its body from the moment its batch
-commits. The worker runs it at its start and daily (one worker at a time: an advisory lock); once everything is
-indexed a run only reads article_texts' keys."""
+The body index (app/search/body.py) holds a text once its `search_language` is set (the article's language, '' for
+none): from 0024 on, triggers set it whenever a text is written. The texts already stored get theirs here rather
+than in the migration: indexing a text costs a few milliseconds (its words in two configurations, the GIN index
+updated), so 100,000 texts are minutes, which the migration would spend holding its locks (app/db/migrate.py runs
+every migration in one transaction). Here each batch of BATCH texts is a transaction of its own, so readers and ingest
+go on, and a search finds an old article by its body from the moment its batch commits. The worker runs it at its
+start and daily (one worker at a time: an advisory lock); once everything is indexed a run reads article_texts'
+rows (not their texts) and finds none to do.
+"""
 
 from __future__ import annotations
 
@@ -23,16 +25,16 @@ LOCK_KEY = 0x6E65_7773_626F  # pg_advisory_lock key: one worker at a time
 
 _NEXT = text("""
     WITH batch AS (
-        SELECT t.article_id FROM article_texts t JOIN articles a ON a.id = t.article_id
-        WHERE t.article_id > :after AND t.text <> '' AND a.body_vector IS NULL
+        SELECT t.article_id FROM article_texts t
+        WHERE t.article_id > :after AND t.search_language IS NULL
         ORDER BY t.article_id LIMIT :n
     ), indexed AS (
-        UPDATE articles a SET body_vector = newsagg_body_vector(a.language, t.text)
-        FROM batch b JOIN article_texts t ON t.article_id = b.article_id
-        WHERE a.id = b.article_id AND a.body_vector IS NULL
-        RETURNING a.id
+        UPDATE article_texts t SET search_language = coalesce(a.language, '')
+        FROM batch b JOIN articles a ON a.id = b.article_id
+        WHERE t.article_id = b.article_id AND t.search_language IS NULL
+        RETURNING t.article_id, t.text <> '' AS words
     )
-    SELECT (SELECT max(article_id) FROM batch) AS last, (SELECT count(*) FROM indexed) AS indexed
+    SELECT (SELECT max(article_id) FROM batch) AS last, (SELECT count(*) FROM indexed WHERE words) AS indexed
 """)
 
 

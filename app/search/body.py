@@ -34,16 +34,22 @@ BODY_SCORE = 0.1  # a body-only hit's score, times its freshness: under a title 
 
 _BODY = """
     WITH q AS (SELECT CAST(:exact AS tsquery) AS query, {configs} AS configs),
+    found AS MATERIALIZED (
+        SELECT t.article_id FROM article_texts t
+        WHERE t.search_language IS NOT NULL AND {body} @@ CAST(:{searched} AS tsquery)
+    ),
     candidates AS (
-        SELECT a.id, a.cluster_id, a.published_at
-        FROM articles a
-        WHERE a.body_vector @@ CAST(:{searched} AS tsquery) {exact_test} {filter_test} {filters}
-          AND NOT ts_match_vq(a.search_vector, CAST(:exact AS tsquery)) {story_test}
-        ORDER BY a.published_at DESC, a.id DESC
+        SELECT * FROM (
+            SELECT a.id, a.cluster_id, a.published_at
+            FROM found f JOIN articles a ON a.id = f.article_id
+            WHERE NOT ts_match_vq(a.search_vector, CAST(:exact AS tsquery)) {filter_test} {filters} {story_test}
+            ORDER BY a.published_at DESC, a.id DESC
+        ) AS m
+        WHERE {exact_test}
         LIMIT :candidates
     ),
     grouped AS (
-        SELECT m.*, {body_score} * {freshness} AS score,
+        SELECT m.id, m.cluster_id, m.published_at, {body_score} * {freshness} AS score,
                row_number() OVER (PARTITION BY coalesce(m.cluster_id, -m.id) ORDER BY m.published_at DESC, m.id DESC)
                    AS place,
                count(*) OVER (PARTITION BY coalesce(m.cluster_id, -m.id)) AS matches
@@ -61,6 +67,10 @@ _BODY = """
     FROM page JOIN articles a ON a.id = page.id JOIN article_texts t ON t.article_id = a.id, q
     ORDER BY page.published_at DESC, page.id DESC
 """
+_BODY_VECTOR = "newsagg_body_vector(t.search_language, t.text)"  # the index's expression (migration 0024)
+# a phrase or an exclusion, tested on the matches of the loosened query newest first, until enough are found
+_EXACT = f"""(SELECT ts_match_vq({_BODY_VECTOR}, CAST(:exact AS tsquery)) FROM article_texts t
+               WHERE t.article_id = m.id)"""
 # one hit per story: not a story of the first tier (one of its articles' title or summary matches, within filters)
 _STORY_TEST = """AND NOT (a.cluster_id IS NOT NULL AND EXISTS (
             SELECT 1 FROM articles s
@@ -78,7 +88,7 @@ async def body_hits(db: AsyncSession, query: SearchQuery, *, configs: str, loose
     story_test = _STORY_TEST.format(filter_test=filter_test.format("s"), filters=filters.replace("a.", "s."))
     sql = _BODY.format(
         configs=configs, searched="loose" if loose else "exact", filter_test=filter_test.format("a"), filters=filters,
-        exact_test="AND ts_match_vq(a.body_vector, CAST(:exact AS tsquery))" if loose else "",
+        exact_test=_EXACT if loose else "true", body=_BODY_VECTOR,
         story_test=story_test if query.by_story else "", body_score=BODY_SCORE, freshness=freshness,
         grouping="place = 1" if query.by_story else "true", config=headline_config, body_chars=BODY_CHARS,
         summary_words=SUMMARY_WORDS,

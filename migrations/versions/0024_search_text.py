@@ -102,65 +102,59 @@ def _cjk_bigrams(schema: str) -> None:
 
 
 def _triggers(schema: str) -> None:
-    # a text inserted, or changed (a page fetched again, a failed fetch's empty text replaced): its article's vector
+    # a text written takes its article's language (an updated one keeps its own); NULL is "not yet indexed"
     op.execute(f"""
-        CREATE FUNCTION {schema}.newsagg_texts_to_vector() RETURNS trigger
+        CREATE FUNCTION {schema}.newsagg_texts_language() RETURNS trigger
         LANGUAGE plpgsql
         AS $$
         BEGIN
-            IF TG_OP = 'INSERT' THEN
-                UPDATE {schema}.articles a SET body_vector = {schema}.newsagg_body_vector(a.language, n.text)
-                FROM new_rows n WHERE a.id = n.article_id AND n.text <> '';
-            ELSE
-                UPDATE {schema}.articles a SET body_vector = {schema}.newsagg_body_vector(a.language, nullif(n.text, ''))
-                FROM new_rows n JOIN old_rows o ON o.article_id = n.article_id
-                WHERE a.id = n.article_id AND n.text IS DISTINCT FROM o.text;
+            IF TG_OP = 'INSERT' OR NEW.search_language IS NULL THEN
+                NEW.search_language := (SELECT coalesce(a.language, '') FROM {schema}.articles a
+                                        WHERE a.id = NEW.article_id);
             END IF;
-            RETURN NULL;
+            RETURN NEW;
         END
         $$
     """)
-    op.execute("CREATE TRIGGER article_texts_vector_insert AFTER INSERT ON article_texts "
-               "REFERENCING NEW TABLE AS new_rows "
-               f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.newsagg_texts_to_vector()")  # fmt: skip
-    op.execute("CREATE TRIGGER article_texts_vector_update AFTER UPDATE ON article_texts "
-               "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
-               f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.newsagg_texts_to_vector()")  # fmt: skip
+    op.execute("CREATE TRIGGER article_texts_search_language BEFORE INSERT OR UPDATE OF text ON article_texts "
+               "FOR EACH ROW "
+               f"EXECUTE FUNCTION {schema}.newsagg_texts_language()")  # fmt: skip
     # the body is stemmed in the article's language, which language detection may set after the text arrived
     op.execute(f"""
         CREATE FUNCTION {schema}.newsagg_body_language() RETURNS trigger
         LANGUAGE plpgsql
         AS $$
         BEGIN
-            NEW.body_vector := (SELECT {schema}.newsagg_body_vector(NEW.language, nullif(t.text, ''))
-                                FROM {schema}.article_texts t WHERE t.article_id = NEW.id);
-            RETURN NEW;
+            UPDATE {schema}.article_texts SET search_language = coalesce(NEW.language, '')
+            WHERE article_id = NEW.id AND search_language IS DISTINCT FROM coalesce(NEW.language, '');
+            RETURN NULL;
         END
         $$
     """)
-    op.execute("CREATE TRIGGER articles_body_language BEFORE UPDATE OF language ON articles FOR EACH ROW "
+    op.execute("CREATE TRIGGER articles_body_language AFTER UPDATE OF language ON articles FOR EACH ROW "
                "WHEN (OLD.language IS DISTINCT FROM NEW.language) "
                f"EXECUTE FUNCTION {schema}.newsagg_body_language()")  # fmt: skip
 
 
 def upgrade() -> None:
     schema = op.get_bind().scalar(sa.text("SELECT current_schema()"))
-    op.add_column("articles", sa.Column("body_vector", sa.dialects.postgresql.TSVECTOR(), nullable=True))
+    op.add_column("article_texts", sa.Column("search_language", sa.String(16), nullable=True))
     _cjk_bigrams(schema)
     _functions(schema)
-    _triggers(schema)  # from here on, every text written has its vector; those stored before: app/search/bodies.py
-    # (every body vector is NULL yet: the index is built empty, at once)
-    op.create_index("ix_articles_body", "articles", ["body_vector"], unique=False, postgresql_using="gin",
-                    postgresql_where=sa.text("body_vector IS NOT NULL"))  # fmt: skip
+    _triggers(schema)  # from here on, every text written is indexed; those stored before: app/search/bodies.py
+    # (every search_language is NULL yet: the index is built empty, at once)
+    op.execute(
+        f"CREATE INDEX ix_article_texts_body ON article_texts "
+        f"USING gin ({schema}.newsagg_body_vector(search_language, text)) WHERE search_language IS NOT NULL"
+    )
 
 
 def downgrade() -> None:
     schema = op.get_bind().scalar(sa.text("SELECT current_schema()"))
-    op.drop_index("ix_articles_body", table_name="articles")
+    op.drop_index("ix_article_texts_body", table_name="article_texts")
     op.execute("DROP TRIGGER articles_body_language ON articles")
-    op.execute("DROP TRIGGER article_texts_vector_update ON article_texts")
-    op.execute("DROP TRIGGER article_texts_vector_insert ON article_texts")
+    op.execute("DROP TRIGGER article_texts_search_language ON article_texts")
     op.execute(f"DROP FUNCTION {schema}.newsagg_body_language()")
-    op.execute(f"DROP FUNCTION {schema}.newsagg_texts_to_vector()")
+    op.execute(f"DROP FUNCTION {schema}.newsagg_texts_language()")
     op.execute(f"DROP FUNCTION {schema}.newsagg_body_vector(text, text)")
-    op.drop_column("articles", "body_vector")
+    op.drop_column("article_texts", "search_language")
