@@ -1,13 +1,17 @@
 """The second tier of PostgreSQL search: articles whose own text (app/extraction) matches a query their title and
 summary do not, read only when the title and summary's matches do not fill the page.
 
-The body has its own vector (`articles.body_vector`, migration 0024: the lead of the text, weight D, the article's
-language stemmed and unstemmed, CJK bigrams) under its own GIN index, not concatenated into the search vector: the
-title and summary's search (app/search/postgres.py, app/search/windows.py) reads the short vectors it read before,
-ranks them as before, and a common word's candidates are not multiplied by every body that says it. Every body-only
-match ranks under every title or summary match, so the tiers are searched one after the other and a page takes the
-title and summary's hits first, then the body's: their order is the one a single ranking would give. Paging goes on
-across the tiers (a page's offset past the first tier's hits is an offset into the second).
+The body's words are a GIN index on article_texts (`ix_article_texts_body`, migration 0024: the expression
+`newsagg_body_vector(search_language, text)`, the first TEXT_CHARS characters, the article's language stemmed and
+unstemmed, CJK bigrams), the vector never stored, and not concatenated into the search vector: the title and
+summary's search (app/search/postgres.py, app/search/windows.py) reads the short vectors it read before, ranks them
+as before, and a common word's candidates are not multiplied by every body that says it. The index finds the
+loosened query's texts (`found`, materialized so that the index, not a vector computed per article, finds them);
+a phrase or an exclusion is tested on them newest first, a vector computed from the text for each, until enough
+are found. Every body-only match ranks under every title or summary match, so the tiers are searched one after the
+other and a page takes the title and summary's hits first, then the body's: their order is the one a single
+ranking would give. Paging goes on across the tiers (a page's offset past the first tier's hits is an offset into
+the second). With the date order (`newest_first`) too, the body's hits follow the title and summary's.
 
 The body's hits are its newest matches (up to `candidates`, as the first tier's), newest first: no `ts_rank` on
 long vectors, their score a constant tier (BODY_SCORE, under any title match) times freshness. Filters are tested
@@ -27,9 +31,10 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.search.documents import TEXT_CHARS
 from app.search.query import SUMMARY_WORDS, SearchHit, SearchQuery, highlighted
 
-BODY_CHARS = 20_000  # the lead of a text its vector holds (migration 0024)
+BODY_CHARS = TEXT_CHARS  # the lead of a text the index holds (migration 0024 BODY_CHARS)
 BODY_SCORE = 0.1  # a body-only hit's score, times its freshness: under a title or summary match's
 
 _BODY = """

@@ -1,31 +1,36 @@
-"""PostgreSQL search reads each article's own text: its body in the search vector, weight D
+"""PostgreSQL search reads each article's own text: a GIN index of its words on article_texts, searched after titles
 
 - `newsagg_body_vector(language, body)`: the body as 0010's vector holds a title or a summary (the article's
   language stemmed and unstemmed, accents folded, CJK runs as bigrams: the same configurations and
   `newsagg_search_text`), weight D, of its first BODY_CHARS characters only. The cap: a tsvector holds at most 1 MB
-  (a 2 MB page raised "string is too long for tsvector"), positions stop at 16,383 anyway, every search ranks and
-  highlights the vectors and texts it reads, and the body is stored twice (its vector, and inside the search
-  vector). 20,000 characters is what Meilisearch indexes of a text (app/search/documents.py TEXT_CHARS), more than
-  95% of real article bodies whole (the extraction benchmark's pages: median 3,500 characters, 95th percentile
-  14,600, longest 20,500).
+  (a 2 MB page raised "string is too long for tsvector"), positions stop at 16,383 anyway, and every search
+  highlights the texts it shows. 20,000 characters is what Meilisearch indexes of a text (app/search/documents.py
+  TEXT_CHARS), more than 95% of real article bodies whole (the extraction benchmark's pages: median 3,500
+  characters, 95th percentile 14,600, longest 20,500).
+- `ix_article_texts_body`: a GIN index on that expression, the vector never stored. The index alone is what search
+  keeps of the bodies (bench/search_text.py: 94 MB for 100,000 texts of 3,300 characters on average, where a stored
+  vector column took 690 MB more, 6.2 KB a text after compression); the index finds a word's texts without
+  computing a vector, and a vector is computed from the text only to test a phrase or an exclusion on the loosened
+  query's matches, newest first until enough are found (app/search/body.py). `article_texts.search_language`, the
+  article's language the index stems the text in ('' for none; NULL: not indexed yet, the index is partial), kept
+  by triggers: a text inserted or rewritten takes its article's, and a change of the article's language
+  (language detection runs after a feed's text arrives) is copied to its text.
 - `newsagg_cjk_bigrams` (0010) in linear time, the same output: a CJK body is a thousand times a headline.
-- `articles.body_vector`: that vector, kept by triggers, so whoever writes a text (a feed, a page fetch, the URL
-  re-normalization) or changes an article's language (language detection runs after a feed's text arrives) leaves
-  it right: a statement trigger on article_texts, and a row trigger on articles that fires only when `language`
-  changes.
-- `articles.search_vector`, still generated: 0011's vector `||` the body vector. Every query, filter, phrase test
-  and index of search reads it as before, and finds the body's words. Why here and not in a vector column of
-  article_texts under a GIN index of its own: the search's windows, phrase tests and filters (lexemes of the
-  articles' vector) all read one vector on articles; with two, every window would be a union of two index scans and
-  a join, a filter could not narrow the body's matches in the index, and the body would miss the article's
-  language (a column of articles). What this costs a search, bench/search_text.py measures (same articles and
-  queries, with and without bodies); the other layout was not built to compare.
 
-Locks: redefining the generated column rewrites articles (as 0010 and 0011 did) under an exclusive lock held to the
-end of the migration's transaction (app/db/migrate.py runs every migration in one); the rewrite only concatenates
-(every body vector is still NULL), as fast as 0011's. The texts stored before are not indexed here: about 5 ms a text
-(measured by bench/search_text.py), 100,000 of them would hold that lock, reads included, for 8 minutes. The worker
-indexes them after, 200 articles per transaction (app/search/bodies.py), at its start.
+Why not in the search vector (the first version of this migration: `search_vector || body_vector`): the body was
+stored twice (its column and inside the generated search vector), the articles table with its indexes grew from
+179 to 1,743 MB, every common word matched and ranked far more rows, and ts_rank on long vectors was slow: p50
+1.84 times, p95 2.6 times against title and summary only (bench/search_text.py, same run conditions). A body-only match
+ranks under every title or summary match anyway, so the body is a second tier searched only when the first does
+not fill the page (app/search/body.py): the title and summary's search reads and ranks exactly what it read before
+the body existed, and the body's hits, newest first, need no ts_rank. A lead shorter than 20,000 characters was
+measured too (bench's texts, distinct body-only words lost: 22% at 2,000 characters, 2.8% at 4,000, 0.1% at
+8,000) and is not needed: the index grows with a text's distinct words, not its length (1.45 KB a text at 2,000
+characters, 1.76 KB at 20,000).
+
+Locks: nothing is rewritten; the index is built empty (every search_language is NULL). The texts stored before are
+indexed by the worker after, 200 a transaction (app/search/bodies.py), at its start: indexing costs a few ms a text,
+which for 100,000 texts the migration would have spent holding its locks.
 
 Revision ID: 0024
 Revises: 0023
