@@ -25,6 +25,7 @@ the two tiers' fields) is not found by that split.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,6 +37,8 @@ from app.search.query import SUMMARY_WORDS, SearchHit, SearchQuery, highlighted
 
 BODY_CHARS = TEXT_CHARS  # the lead of a text the index holds (migration 0024 BODY_CHARS)
 BODY_SCORE = 0.1  # a body-only hit's score, times its freshness: under a title or summary match's
+PHRASE_TESTS = 100  # the most texts a phrase is tested on (each a vector computed: about 1 ms for 3,000 characters)
+_PHRASE = re.compile(r"<(?:-|\d+)>")  # tsquery's FOLLOWED BY
 
 _BODY = """
     WITH q AS (SELECT CAST(:exact AS tsquery) AS query, {configs} AS configs),
@@ -49,9 +52,10 @@ _BODY = """
             FROM found f JOIN articles a ON a.id = f.article_id
             WHERE NOT ts_match_vq(a.search_vector, CAST(:exact AS tsquery)) {filter_test} {filters} {story_test}
             ORDER BY a.published_at DESC, a.id DESC
+            LIMIT :tested
         ) AS m
         WHERE {exact_test}
-        LIMIT :candidates
+        LIMIT :needed
     ),
     grouped AS (
         SELECT m.id, m.cluster_id, m.published_at, {body_score} * {freshness} AS score,
@@ -73,7 +77,7 @@ _BODY = """
     ORDER BY page.published_at DESC, page.id DESC
 """
 _BODY_VECTOR = "newsagg_body_vector(t.search_language, t.text)"  # the index's expression (migration 0024)
-# a phrase or an exclusion, tested on the matches of the loosened query newest first, until enough are found
+# a phrase, tested on the texts with all its words newest first (at most PHRASE_TESTS), until enough are found
 _EXACT = f"""(SELECT ts_match_vq({_BODY_VECTOR}, CAST(:exact AS tsquery)) FROM article_texts t
                WHERE t.article_id = m.id)"""
 # one hit per story: not a story of the first tier (one of its articles' title or summary matches, within filters)
@@ -83,21 +87,30 @@ _STORY_TEST = """AND NOT (a.cluster_id IS NOT NULL AND EXISTS (
                   {filter_test} {filters}))"""
 
 
-async def body_hits(db: AsyncSession, query: SearchQuery, *, configs: str, loose: bool, filter_query: bool,
-                    filters: str, headline_config: str, freshness: str, params: Mapping[str, Any], limit: int,
-                    offset: int) -> list[SearchHit]:  # fmt: skip
+async def body_hits(db: AsyncSession, query: SearchQuery, *, configs: str, exact: str, loose: bool,
+                    filter_query: bool, filters: str, headline_config: str, freshness: str, params: Mapping[str, Any],
+                    limit: int, offset: int) -> list[SearchHit]:  # fmt: skip
     """Up to `limit` body-only hits after the first `offset`. `configs` is the query's configurations (an SQL array),
-    `params` binds `exact` (and `loose` when `loose`), `filters` (a tsquery, when `filter_query`), the date
-    conditions' `filters` (on `a`), `candidates`, `now`, `marks` and the languages `configs` names."""
+    `exact` the query (tsquery text), `params` binds it as `exact` (and its loosened form as `loose` when `loose`),
+    `filters` (a tsquery, when `filter_query`), the date conditions' `filters` (on `a`), `candidates` (the most
+    matches read, as the first tier's), `now`, `marks` and the languages `configs` names.
+
+    The index answers a query without phrases exactly (exclusions too: it knows which of a text's words are the
+    query's), so only a phrase needs a vector computed from each text: it is tested newest first, until the page
+    is filled (one hit per story: `candidates` stories), on at most PHRASE_TESTS texts that have all its words."""
+    phrase = loose and bool(_PHRASE.search(exact))
+    candidates = int(params["candidates"])
+    needed = candidates if query.by_story else min(candidates, offset + limit)
     filter_test = "AND {0}.search_vector @@ CAST(:filters AS tsquery)" if filter_query else ""
     story_test = _STORY_TEST.format(filter_test=filter_test.format("s"), filters=filters.replace("a.", "s."))
     sql = _BODY.format(
-        configs=configs, searched="loose" if loose else "exact", filter_test=filter_test.format("a"), filters=filters,
-        exact_test=_EXACT if loose else "true", body=_BODY_VECTOR,
+        configs=configs, searched="loose" if phrase else "exact", filter_test=filter_test.format("a"), filters=filters,
+        exact_test=_EXACT if phrase else "true", body=_BODY_VECTOR,
         story_test=story_test if query.by_story else "", body_score=BODY_SCORE, freshness=freshness,
         grouping="place = 1" if query.by_story else "true", config=headline_config, body_chars=BODY_CHARS,
         summary_words=SUMMARY_WORDS,
     )  # fmt: skip
-    rows = await db.execute(text(sql), {**params, "limit": limit, "offset": offset})
+    tested = PHRASE_TESTS if phrase else candidates
+    rows = await db.execute(text(sql), {**params, "limit": limit, "offset": offset, "needed": needed, "tested": tested})
     return [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
                       highlighted(r.body_highlight), int(r.matches)) for r in rows]  # fmt: skip

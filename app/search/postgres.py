@@ -183,9 +183,9 @@ class PostgresSearch:
         else:  # a page past the first tier's hits: how many it has
             first_tier = int(await db.scalar(text(_COUNTED.format(**parts)), bound) or 0)
         return hits + await body_hits(
-            db, query, configs=configs, loose=loose is not None, filter_query=bool(filter_query), filters=filters,
-            headline_config=_HEADLINE_CONFIG, freshness=_FRESHNESS, params=bound, limit=limit - len(hits),
-            offset=max(offset - first_tier, 0),
+            db, query, configs=configs, exact=exact, loose=loose is not None, filter_query=bool(filter_query),
+            filters=filters, headline_config=_HEADLINE_CONFIG, freshness=_FRESHNESS, params=bound,
+            limit=limit - len(hits), offset=max(offset - first_tier, 0),
         )  # fmt: skip
 
 
