@@ -20,7 +20,9 @@ leaves out the stories the first tier showed (a story with an article whose titl
 extract comes from the body.
 
 What it does not do: a query whose words are split between the title and the body (every word must be in one of
-the two tiers' fields) is not found by that split.
+the two tiers' fields) is not found by that split; a phrase is looked for in the newest PHRASE_TESTS bodies that
+have all its words (after filters), so an older body saying it is not found when those hundred say its words
+apart.
 """
 
 from __future__ import annotations

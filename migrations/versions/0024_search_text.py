@@ -8,13 +8,14 @@
   TEXT_CHARS), more than 95% of real article bodies whole (the extraction benchmark's pages: median 3,500
   characters, 95th percentile 14,600, longest 20,500).
 - `ix_article_texts_body`: a GIN index on that expression, the vector never stored. The index alone is what search
-  keeps of the bodies (bench/search_text.py: 94 MB for 100,000 texts of 3,300 characters on average, where a stored
-  vector column took 690 MB more, 6.2 KB a text after compression); the index finds a word's texts without
-  computing a vector, and a vector is computed from the text only to test a phrase or an exclusion on the loosened
-  query's matches, newest first until enough are found (app/search/body.py). `article_texts.search_language`, the
-  article's language the index stems the text in ('' for none; NULL: not indexed yet, the index is partial), kept
-  by triggers: a text inserted or rewritten takes its article's, and a change of the article's language
-  (language detection runs after a feed's text arrives) is copied to its text.
+  keeps of the bodies (bench/search_text.py: 83 MB for 100,000 texts of 3,300 characters on average, where a stored
+  vector column took 690 MB more, 6.2 KB a text after compression). The index answers a query without phrases
+  exactly (exclusions too), without computing a vector; a vector is computed from the text (about 1 ms for 3,000
+  characters) only to test a phrase, on at most 100 texts with all its words, newest first until the page is
+  filled (app/search/body.py). `article_texts.search_language`, the article's language the index stems the text in
+  ('' for none; NULL: not indexed yet, the index is partial), kept by triggers: a text inserted (or rewritten while
+  still unindexed) takes its article's, and a change of the article's language (language detection runs after a
+  feed's text arrives) is copied to its text.
 - `newsagg_cjk_bigrams` (0010) in linear time, the same output: a CJK body is a thousand times a headline.
 
 Why not in the search vector (the first version of this migration: `search_vector || body_vector`): the body was
@@ -24,9 +25,10 @@ stored twice (its column and inside the generated search vector), the articles t
 ranks under every title or summary match anyway, so the body is a second tier searched only when the first does
 not fill the page (app/search/body.py): the title and summary's search reads and ranks exactly what it read before
 the body existed, and the body's hits, newest first, need no ts_rank. A lead shorter than 20,000 characters was
-measured too (bench's texts, distinct body-only words lost: 22% at 2,000 characters, 2.8% at 4,000, 0.1% at
-8,000) and is not needed: the index grows with a text's distinct words, not its length (1.45 KB a text at 2,000
-characters, 1.76 KB at 20,000).
+measured too and is not needed (5,000 of the bench's texts, 2,700 characters on average: the distinct words of the
+body that title and summary lack, lost by indexing only the first 1,000 characters 56%, 2,000: 22%, 4,000: 2.6%,
+8,000: none; the index per text 1.03 KB, 1.46 KB, and 1.75 KB for the whole text): the index grows with a text's
+distinct words, not its length, so a lead saves little of it and loses words.
 
 Locks: nothing is rewritten; the index is built empty (every search_language is NULL). The texts stored before are
 indexed by the worker after, 200 a transaction (app/search/bodies.py), at its start: indexing costs a few ms a text,
