@@ -20,8 +20,9 @@
 
 Why not in the search vector (the first version of this migration: `search_vector || body_vector`): the body was
 stored twice (its column and inside the generated search vector), the articles table with its indexes grew from
-179 to 1,743 MB, every common word matched and ranked far more rows, and ts_rank on long vectors was slow: p50
-1.84 times, p95 2.6 times against title and summary only (bench/search_text.py, same run conditions). A body-only match
+179 to 1,745 MB, every common word matched and ranked far more rows, and ts_rank on long vectors was slow: p50
+3.3 times, p95 4.55 times title and summary only's (bench/search_text.py; this layout, run right after: 1.56 and
+1.81 times, and the table unchanged with an 83 MB body index). A body-only match
 ranks under every title or summary match anyway, so the body is a second tier searched only when the first does
 not fill the page (app/search/body.py): the title and summary's search reads and ranks exactly what it read before
 the body existed, and the body's hits, newest first, need no ts_rank. A lead shorter than 20,000 characters was
