@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from app.search.bodies import index_stored_bodies
 from app.search.recent import keep_recent_index
 from app.search.sync import sync_pending
 from app.services import Services
@@ -22,3 +23,10 @@ async def recent_index_job(ctx: dict[str, Any]) -> str | None:
     (app/search/recent.py); the name built, if one was."""
     services: Services = ctx["services"]
     return await keep_recent_index(services.engine, datetime.now(UTC))
+
+
+async def stored_bodies_job(ctx: dict[str, Any]) -> int | None:
+    """At the worker's start and daily: texts stored before search read bodies get their body vectors, in small
+    transactions (app/search/bodies.py); how many did."""
+    services: Services = ctx["services"]
+    return await index_stored_bodies(services.engine)

@@ -45,7 +45,7 @@ from jobs.loop import ResilientWorker, retried_on_redis
 from jobs.notifications import deliver_webhooks_job, fan_out_job, send_digests_job
 from jobs.outbox import relay_outbox_job
 from jobs.retention import RETENTION_TIMEOUT_S, retention_job
-from jobs.search import recent_index_job, sync_search_job
+from jobs.search import recent_index_job, stored_bodies_job, sync_search_job
 from jobs.sharing import flush_share_clicks_job
 from jobs.stories import merge_stories_job, understand_articles_job
 from jobs.sweeper import sweep_job
@@ -168,6 +168,7 @@ def create_article_worker(settings: Settings, *, process: bool = False, **overri
 
 
 REDIS_TRIES = 6  # a job that keeps failing on Redis gives up after about a minute of retries (1+2+4+8+16 s)
+STORED_BODIES_TIMEOUT_S = 6 * 3600  # texts stored before 0024 indexed in small batches (5 ms each: 4 h for 3M)
 RECENT_INDEX_TIMEOUT_S = 3600  # building the recent search index reads the last days' articles (15 s at 240,000)
 
 
@@ -222,6 +223,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             _cron(sweep_job, second=tick_seconds(settings.sweep_seconds), run_at_startup=True),
             _cron(sample_backlogs_job, second=tick_seconds(SAMPLE_SECONDS), run_at_startup=True),
             _cron(recent_index_job, minute=7, second=0, run_at_startup=True, timeout=RECENT_INDEX_TIMEOUT_S),
+            _cron(stored_bodies_job, hour=3, minute=17, second=0, run_at_startup=True, timeout=STORED_BODIES_TIMEOUT_S),
         ],
         "on_startup": startup,
         "on_shutdown": shutdown,

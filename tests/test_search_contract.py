@@ -18,6 +18,8 @@ import pytest
 from sqlalchemy import delete, text, update
 
 from app.articles.models import Article
+from app.extraction import repository as texts
+from app.extraction.text import ExtractedArticle
 from app.search.query import SearchQuery, SearchRejected, SearchResult
 from app.search.service import Search
 from app.search.sync import status, sync_pending
@@ -164,3 +166,17 @@ async def test_changes_and_deletions_reach_the_index(backend: Backend) -> None:
 async def test_queries_that_cannot_be_searched_are_refused(backend: Backend, query: str) -> None:
     with pytest.raises(SearchRejected):
         await backend.find(query)
+
+
+async def test_an_articles_own_text_is_searched_below_its_title(backend: Backend) -> None:
+    source = await add_source(backend.services, backend.settings, "longreads")
+    in_body = await add_article(backend.services, source, "Harbour reopens after the storm", "Ferries run again.")
+    in_title = await add_article(backend.services, source, "Lighthouse keeper retires", "After forty years.")
+    async with backend.services.db.begin() as db:
+        await texts.save_page_text(db, in_body, ExtractedArticle(
+            text="Crews worked through the night. " * 20 + "The old lighthouse lost its lamp. " + "Calm. " * 20,
+            html="<p>…</p>"))  # fmt: skip
+    found = await backend.find("lighthouse")
+    assert [hit.article_id for hit in found.hits] == [in_title, in_body]
+    if found.backend == "postgres":  # the body's extract, as only it matched (Meilisearch's hit shows its summary)
+        assert "<mark>lighthouse</mark>" in found.hits[1].summary_highlight

@@ -34,7 +34,10 @@ class SearchFreshness(enum.Enum):
     MONTH = 30
 
 
-@strawberry.enum(description="RELEVANCE: text match blended with freshness. DATE: newest first.")
+@strawberry.enum(
+    description="RELEVANCE: text match blended with freshness. DATE: newest first. Either way, articles matched only "
+    "by their own text (PostgreSQL search) come after every title or summary match, newest first."
+)
 class SearchSort(enum.Enum):
     RELEVANCE = "relevance"
     DATE = "date"
@@ -43,9 +46,15 @@ class SearchSort(enum.Enum):
 @strawberry.type(description="An article that matches, with the words found marked <mark>…</mark>.")
 class SearchHitNode:
     article: ArticleNode
-    score: float = strawberry.field(description="0.7 x text rank (0..1) + 0.3 x freshness (half-life 48 h).")
+    score: float = strawberry.field(
+        description="0.7 x text rank (0..1) + 0.3 x freshness (half-life 48 h); matched only by the article's own "
+        "text: 0.1 x freshness."
+    )
     title_highlight: str
-    summary_highlight: str
+    summary_highlight: str = strawberry.field(
+        description="The summary (an extract of it), or, when only the article's own text matched, an extract of the "
+        "text (PostgreSQL search; Meilisearch shows the summary)."
+    )
     matches_in_story: int = strawberry.field(
         description="How many articles of its story match (1 for an article not in a story); with `groupByStory`, "
         "the story's other matches are folded into this hit."

@@ -50,4 +50,5 @@ class Article(Base):
             "newsagg_search_vector(language, title, summary, topics, source_id)",
             persisted=True,
         ),
+        deferred=True,  # only SQL reads it
     )

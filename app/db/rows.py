@@ -16,7 +16,9 @@ M = TypeVar("M", bound=Base)
 
 @functools.cache  # a handful of (model, skip) pairs, asked for on every row of every cached page
 def _columns(model: type[Base], skip: frozenset[str]) -> tuple[Any, ...]:
-    return tuple(c for c in inspect(model).columns if c.key not in skip and not c.computed)
+    mapper = inspect(model)
+    deferred = {attribute.key for attribute in mapper.column_attrs if attribute.deferred}  # never loaded with a row
+    return tuple(c for c in mapper.columns if c.key not in skip and not c.computed and c.key not in deferred)
 
 
 def dump(row: Base, skip: frozenset[str] = frozenset()) -> dict[str, Any]:

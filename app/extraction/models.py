@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Integer, String, Text, func
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, func, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
@@ -13,6 +13,15 @@ from app.db.base import Base
 
 class ArticleText(Base):
     __tablename__ = "article_texts"
+    __table_args__ = (
+        # what search reads of the text (migration 0024, app/search/body.py): its words, computed by the index only
+        Index(
+            "ix_article_texts_body",
+            text("newsagg_body_vector(search_language, text)"),
+            postgresql_using="gin",
+            postgresql_where=text("search_language IS NOT NULL"),
+        ),
+    )
 
     article_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("articles.id", ondelete="CASCADE"), primary_key=True)
     origin: Mapped[str] = mapped_column(String(8))  # feed | page
@@ -28,3 +37,6 @@ class ArticleText(Base):
     etag: Mapped[str | None] = mapped_column(Text)  # the page's validators, for a conditional GET when fetched again
     last_modified: Mapped[str | None] = mapped_column(Text)
     extracted_at: Mapped[datetime] = mapped_column(server_default=func.now())
+    # the article's language as search stems the text in, set by triggers when the text is written or the article's
+    # language changes ('' none); NULL: stored before migration 0024 and not yet indexed (app/search/bodies.py)
+    search_language: Mapped[str | None] = mapped_column(String(16))

@@ -1,7 +1,9 @@
 """Full-text search on PostgreSQL: the default backend, and the one every other falls back to.
 
 The database keeps each article's search vector (migration 0010): title weight A, summary B, in the article's
-language (stemmed, accents folded) and unstemmed, CJK text as character bigrams. A query is parsed by
+language (stemmed, accents folded) and unstemmed, CJK text as character bigrams. The article's own text
+(app/extraction) has a vector and an index of its own (migration 0024), searched as a second tier after the title
+and summary's matches when they do not fill the page (app/search/body.py). A query is parsed by
 `websearch_to_tsquery` (quotes, `-`, `or`) unstemmed and in each language it names (English when it names none), the
 forms joined by OR, so "elections" finds "election" in an English article and any article's exact words match
 whatever its language (each distinct form once). Topic, source and language filters are lexemes of the same vector
@@ -15,7 +17,9 @@ Ranking: of the matches, the newest `candidates` (1,000 by default, found as app
 ranked by `ts_rank_cd` blended with freshness, and pages walk them. That bounds the work for a word in every tenth
 headline (PostgreSQL would otherwise rank tens of thousands of rows to show 20): news is searched for what is
 recent, and an older article of such a word is reached by narrowing the search (`from`/`to`, topics, sources)
-rather than by paging past a thousand hits.
+rather than by paging past a thousand hits. The body's matches follow (newest first, up to `candidates` too), each
+with an extract of the body in place of the summary's; a page whose offset is past the title and summary's hits
+is a page of the body's.
 
 A short query (up to 3 words, no operators) that matches nothing has its unknown or rare words corrected from the
 words of titles they could be typos of (app/search/terms.py: "ukriane" → "ukraine", but never "ukraine" → "maine")
@@ -34,6 +38,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.search import terms, tsquery
+from app.search.body import body_hits
 from app.search.query import (
     MARK_END,
     MARK_START,
@@ -78,7 +83,7 @@ _PLANNING = text(
 _FORMS = """SELECT CAST(websearch_to_tsquery(config, newsagg_search_text(:query)) AS text) AS form
               FROM unnest({configs}) WITH ORDINALITY AS c(config, n) ORDER BY n"""
 
-_RANKED = """
+_MATCHED = """
     WITH q AS (SELECT CAST(:exact AS tsquery) AS query, {configs} AS configs, {searched} AS searched),
     {matches}
     scored AS (
@@ -91,7 +96,12 @@ _RANKED = """
                     AS place,
                count(*) OVER (PARTITION BY coalesce(s.cluster_id, -s.id)) AS matches
         FROM scored s
-    ),
+    )"""
+# how many hits the title and summary have, when a page past their last one asks (the body's hits follow them)
+_COUNTED = _MATCHED + "\n    SELECT count(*) FROM grouped WHERE {grouping}"
+_RANKED = (
+    _MATCHED
+    + """,
     page AS (
         SELECT * FROM grouped WHERE {grouping}
         ORDER BY {inner_order}
@@ -101,6 +111,7 @@ _RANKED = """
     FROM page JOIN articles a ON a.id = page.id, q
     ORDER BY {outer_order}
 """
+)
 
 # a hit is highlighted in its own language when the query was parsed in it too, else unstemmed
 _HEADLINE_CONFIG = """CASE WHEN newsagg_ts_config(a.language) = ANY(q.configs) THEN newsagg_ts_config(a.language)
@@ -128,17 +139,19 @@ class PostgresSearch:
         correctable = _correctable(words)
         async with self._sessions() as db:
             await db.execute(_PLANNING)  # for the whole transaction
-            hits = await self._ranked(db, query, words, now=now, limit=limit, offset=offset)
+            hits = await self._found(db, query, words, now=now, limit=limit, offset=offset)
             if hits or offset or not correctable:
                 return SearchResult(hits, backend=self.name)
             better = await terms.corrected(db, words)
             if better is None:
                 return SearchResult([], backend=self.name)
-            hits = await self._ranked(db, query, better, now=now, limit=limit, offset=offset)
+            hits = await self._found(db, query, better, now=now, limit=limit, offset=offset)
             return SearchResult(hits, backend=self.name, corrected=better if hits else None)
 
-    async def _ranked(self, db: AsyncSession, query: SearchQuery, words: str, *, now: datetime, limit: int,
-                      offset: int) -> list[SearchHit]:  # fmt: skip
+    async def _found(self, db: AsyncSession, query: SearchQuery, words: str, *, now: datetime, limit: int,
+                     offset: int) -> list[SearchHit]:  # fmt: skip
+        """The title and summary's hits from `offset`, then, when they do not fill the page, the body's
+        (app/search/body.py): offsets past the first tier's last hit are offsets into the second."""
         configs, params = _configs(query)
         exact, loose = await _parsed(db, words, configs, params)
         filter_query, filters, filter_params = _filters(query)
@@ -146,18 +159,34 @@ class PostgresSearch:
         searched = f"(CAST(:{'loose' if loose else 'exact'} AS tsquery){filter_query})"
         exact_test = "AND ts_match_vq(a.search_vector, CAST(:exact AS tsquery))" if loose else ""
         inner = "published_at DESC, id DESC" if query.newest_first else "score DESC, id DESC"
-        sql = _RANKED.format(
-            configs=configs, searched=searched, matches=self._windows.sql(filters, searched, exact_test),
-            rank_weight=RANK_WEIGHT, fresh_weight=FRESHNESS_WEIGHT, freshness=_FRESHNESS,
-            grouping="place = 1" if query.by_story else "true", inner_order=inner,
-            outer_order=", ".join(f"page.{part}" for part in inner.split(", ")), highlights=_HEADLINES,
-        )  # fmt: skip
+        parts = {
+            "configs": configs,
+            "searched": searched,
+            "matches": self._windows.sql(filters, searched, exact_test),
+            "rank_weight": RANK_WEIGHT,
+            "fresh_weight": FRESHNESS_WEIGHT,
+            "freshness": _FRESHNESS,
+            "grouping": "place = 1" if query.by_story else "true",
+            "inner_order": inner,
+            "outer_order": ", ".join(f"page.{part}" for part in inner.split(", ")),
+            "highlights": _HEADLINES,
+        }
         windows = await self._windows.params(db, now=now, until=query.until)
-        rows = await db.execute(text(sql), {**params, **filter_params, **windows, "exact": exact, "loose": loose,
-                                            "now": now, "limit": limit, "offset": offset,
-                                            "marks": _MARKS})  # fmt: skip
-        return [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
+        bound = {**params, **filter_params, **windows, "exact": exact, "loose": loose, "now": now, "marks": _MARKS}
+        rows = await db.execute(text(_RANKED.format(**parts)), {**bound, "limit": limit, "offset": offset})
+        hits = [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
                           highlighted(r.summary_highlight), int(r.matches)) for r in rows]  # fmt: skip
+        if len(hits) >= limit:
+            return hits
+        if hits or not offset:
+            first_tier = offset + len(hits)
+        else:  # a page past the first tier's hits: how many it has
+            first_tier = int(await db.scalar(text(_COUNTED.format(**parts)), bound) or 0)
+        return hits + await body_hits(
+            db, query, configs=configs, exact=exact, loose=loose is not None, filter_query=bool(filter_query),
+            filters=filters, headline_config=_HEADLINE_CONFIG, freshness=_FRESHNESS, params=bound,
+            limit=limit - len(hits), offset=max(offset - first_tier, 0),
+        )  # fmt: skip
 
 
 def _correctable(words: str) -> bool:
