@@ -5,7 +5,7 @@ bench/search.py's corpus (`--articles`, default 100,000: the real feed items and
 scratch database and searched with its query mix (~400 queries, each without and with filters) as title and summary
 only; then every article gets a text (`article_texts`, as extraction stores it: the summaries of the next
 `--body-summaries` articles, about 3 KB of real news sentences, the median article body; one in 50 a 30 KB page, over
-the 20,000-character cap), which the body index of migration 0024 takes in as texts arrive; then VACUUM
+the 20,000-character cap), which the body index of migration 0027 takes in as texts arrive; then VACUUM
 ANALYZE as autovacuum would, and the same searches again. Figures: p50/p95 of both rounds and their ratios, hits
 found, the rate texts are indexed at (what the migration's backfill and the page-fetch path pay per text), the
 articles table's size (with its indexes) before and after, the body index's (on article_texts), and what search
@@ -71,7 +71,7 @@ _TEXT_SIZES = text("""
     SELECT avg(length(text))::int AS chars, percentile_cont(0.5) WITHIN GROUP (ORDER BY length(text)) AS median
     FROM article_texts""")
 _SIZE = text("SELECT pg_total_relation_size('articles')")
-# what search keeps of the bodies: their index (migration 0024; the texts themselves are stored for the reader anyway)
+# what search keeps of the bodies: their index (migration 0027; the texts themselves are stored for the reader anyway)
 _BODY_INDEX = text("SELECT pg_relation_size('ix_article_texts_body')")
 
 

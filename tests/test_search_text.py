@@ -181,7 +181,7 @@ async def test_texts_stored_before_the_upgrade_are_indexed_by_the_worker_in_batc
     assert await index_stored_bodies(scratch_engine) == 0  # nothing left
 
 
-# what 0010's newsagg_cjk_bigrams made of them: 0024 makes it linear in time, its output unchanged
+# what 0010's newsagg_cjk_bigrams made of them: 0027 makes it linear in time, its output unchanged
 BIGRAMS = {"北京": " 北京 ", "北": " 北", "a北b": "a 北 b", "北京市 政府": " 北京 京市   政府 ", "x北京y": "x 北京 y",
            "東京でAI会議": " 東京 京で AI 会議 ", "ab": "ab", "": "", "北a京": " 北 a 京",
            "한국어 뉴스": " 한국 국어   뉴스 "}  # fmt: skip

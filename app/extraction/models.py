@@ -14,7 +14,7 @@ from app.db.base import Base
 class ArticleText(Base):
     __tablename__ = "article_texts"
     __table_args__ = (
-        # what search reads of the text (migration 0024, app/search/body.py): its words, computed by the index only
+        # what search reads of the text (migration 0027, app/search/body.py): its words, computed by the index only
         Index(
             "ix_article_texts_body",
             text("newsagg_body_vector(search_language, text)"),
@@ -38,5 +38,5 @@ class ArticleText(Base):
     last_modified: Mapped[str | None] = mapped_column(Text)
     extracted_at: Mapped[datetime] = mapped_column(server_default=func.now())
     # the article's language as search stems the text in, set by triggers when the text is written or the article's
-    # language changes ('' none); NULL: stored before migration 0024 and not yet indexed (app/search/bodies.py)
+    # language changes ('' none); NULL: stored before migration 0027 and not yet indexed (app/search/bodies.py)
     search_language: Mapped[str | None] = mapped_column(String(16))

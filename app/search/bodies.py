@@ -1,7 +1,7 @@
-"""Texts stored before migration 0024 joined to search's index of bodies by the worker, in small committed batches.
+"""Texts stored before migration 0027 joined to search's index of bodies by the worker, in small committed batches.
 
 The body index (app/search/body.py) holds a text once its `search_language` is set (the article's language, '' for
-none): from 0024 on, triggers set it whenever a text is written. The texts already stored get theirs here rather
+none): from 0027 on, triggers set it whenever a text is written. The texts already stored get theirs here rather
 than in the migration: indexing a text costs a few milliseconds (its words in two configurations, the GIN index
 updated), so 100,000 texts are minutes, which the migration would spend holding its locks (app/db/migrate.py runs
 every migration in one transaction). Here each batch of BATCH texts is a transaction of its own, so readers and ingest

@@ -1,7 +1,7 @@
 """The second tier of PostgreSQL search: articles whose own text (app/extraction) matches a query their title and
 summary do not, read only when the title and summary's matches do not fill the page.
 
-The body's words are a GIN index on article_texts (`ix_article_texts_body`, migration 0024: the expression
+The body's words are a GIN index on article_texts (`ix_article_texts_body`, migration 0027: the expression
 `newsagg_body_vector(search_language, text)`, the first TEXT_CHARS characters, the article's language stemmed and
 unstemmed, CJK bigrams), the vector never stored, and not concatenated into the search vector: the title and
 summary's search (app/search/postgres.py, app/search/windows.py) reads the short vectors it read before, ranks them
@@ -37,7 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.search.documents import TEXT_CHARS
 from app.search.query import SUMMARY_WORDS, SearchHit, SearchQuery, highlighted
 
-BODY_CHARS = TEXT_CHARS  # the lead of a text the index holds (migration 0024 BODY_CHARS)
+BODY_CHARS = TEXT_CHARS  # the lead of a text the index holds (migration 0027 BODY_CHARS)
 BODY_SCORE = 0.1  # a body-only hit's score, times its freshness: under a title or summary match's
 PHRASE_TESTS = 100  # the most texts a phrase is tested on (each a vector computed: about 1 ms for 3,000 characters)
 _PHRASE = re.compile(r"<(?:-|\d+)>")  # tsquery's FOLLOWED BY
@@ -78,7 +78,7 @@ _BODY = """
     FROM page JOIN articles a ON a.id = page.id JOIN article_texts t ON t.article_id = a.id, q
     ORDER BY page.published_at DESC, page.id DESC
 """
-_BODY_VECTOR = "newsagg_body_vector(t.search_language, t.text)"  # the index's expression (migration 0024)
+_BODY_VECTOR = "newsagg_body_vector(t.search_language, t.text)"  # the index's expression (migration 0027)
 # a phrase, tested on the texts with all its words newest first (at most PHRASE_TESTS), until enough are found
 _EXACT = f"""(SELECT ts_match_vq({_BODY_VECTOR}, CAST(:exact AS tsquery)) FROM article_texts t
                WHERE t.article_id = m.id)"""

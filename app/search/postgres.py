@@ -2,7 +2,7 @@
 
 The database keeps each article's search vector (migration 0010): title weight A, summary B, in the article's
 language (stemmed, accents folded) and unstemmed, CJK text as character bigrams. The article's own text
-(app/extraction) has a vector and an index of its own (migration 0024), searched as a second tier after the title
+(app/extraction) has a vector and an index of its own (migration 0027), searched as a second tier after the title
 and summary's matches when they do not fill the page (app/search/body.py). A query is parsed by
 `websearch_to_tsquery` (quotes, `-`, `or`) unstemmed and in each language it names (English when it names none), the
 forms joined by OR, so "elections" finds "election" in an English article and any article's exact words match

@@ -35,8 +35,8 @@ Locks: nothing is rewritten; the index is built empty (every search_language is 
 indexed by the worker after, 200 a transaction (app/search/bodies.py), at its start: indexing costs a few ms a text,
 which for 100,000 texts the migration would have spent holding its locks.
 
-Revision ID: 0024
-Revises: 0023
+Revision ID: 0027
+Revises: 0026
 Create Date: 2026-11-26
 """
 
@@ -45,8 +45,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0024"
-down_revision: str | None = "0023"
+revision: str = "0027"
+down_revision: str | None = "0026"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
