@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import text
 
-from app.articles.merging import REFERENCES, merge_planned
+from app.articles.merging import PLAN_TABLE, REFERENCES, merge_planned
 from app.db.engine import Executor
 from app.ingest.urls import InvalidUrl, normalize_url
 from app.sources.merge import feed_url_normalized
@@ -23,7 +23,7 @@ BATCH = 10_000
 __all__ = ["REFERENCES", "Renormalized", "renormalize_article_urls"]
 _TABLES = [
     text("CREATE TEMP TABLE url_changes (id bigint PRIMARY KEY, url text NOT NULL)"),
-    text("CREATE TEMP TABLE url_merges (copy bigint PRIMARY KEY, keeper bigint NOT NULL)"),
+    PLAN_TABLE,  # the merges planned, as app/articles/merging.py carries them out
 ]
 _DROP_TABLES = text("DROP TABLE url_changes, url_merges")
 _STORED = text("SELECT id, url FROM articles WHERE url IS NOT NULL AND id > :after ORDER BY id LIMIT :batch")
