@@ -15,6 +15,7 @@ from app.realtime.broadcast import Broadcaster
 from app.realtime.catchup import read_missed
 from app.search.service import Search
 from app.settings import Settings
+from app.sharing.keys import SigningKey
 
 
 class RedisNotConfigured(RuntimeError):
@@ -31,6 +32,7 @@ class Services:
     cache: SingleFlightCache
     search: Search
     rate_limits: RateLimits
+    share_key: SigningKey
 
     @classmethod
     def open(cls, settings: Settings, *, pre_ping: bool = True) -> Services:
@@ -44,7 +46,7 @@ class Services:
                                   backoff_cap=settings.redis_backoff_max_seconds,
                                   liveness_seconds=settings.broadcast_liveness_seconds)  # fmt: skip
         return cls(settings, engine, sessions, redis, broadcaster, SingleFlightCache(redis),
-                   Search(settings, sessions, redis), RateLimits(redis, settings))  # fmt: skip
+                   Search(settings, sessions, redis), RateLimits(redis, settings), SigningKey(sessions))  # fmt: skip
 
     async def close(self) -> None:
         await self.broadcaster.close()
