@@ -26,6 +26,7 @@ from app.articles.models import Article
 from app.services import Services
 from app.settings import Settings
 from app.sharing.counters import FLUSHING, PENDING
+from app.sharing.eviction import evict_changed
 from app.sharing.flush import flush_clicks
 from app.sharing.models import ShareLinkDay, ShareLinkEviction
 from app.sharing.redirects import Outcome, ShareRedirects
@@ -124,6 +125,8 @@ async def test_eviction_while_postgresql_is_away_fails_cleanly_and_completes_lat
     async with behind_proxy(settings) as (own, proxy):
         await proxy.cut()
         with pytest.raises(DOWN):
+            await evict_changed(own.db, own.redis)
+        with pytest.raises(DOWN):
             await flush_share_clicks_job({"services": own})
         assert await queued(services) == 1  # still queued: nothing was taken
         visit = visit_of("GET", BROWSER, None, None, "203.0.113.9")
@@ -183,3 +186,20 @@ async def test_redis_killed_mid_flush_loses_no_written_click_and_counts_none_twi
             assert (len(first), len(second)) == (1, 0)
             assert (await flush_clicks(own.db, own.redis, now=datetime.now(UTC))).clicks == 2
     assert await written(services) == (17, 17)
+
+
+async def test_a_batch_postgresql_refuses_does_not_hold_back_eviction(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    codes, articles = await shared_links(gql, services, settings, 1)
+    redirects = ShareRedirects(services.db, services.redis, settings, services.share_key)
+    await click(redirects, codes, range(1))
+    async with services.db.begin() as session:
+        await session.execute(delete(Article).where(Article.id == articles[0]))
+    field = next(iter(await services.redis.hkeys(PENDING)))
+    await services.redis.hset(PENDING, field, 2**40)  # past an integer column: the batch cannot be written
+    with pytest.raises(SQLAlchemyError):
+        await flush_share_clicks_job({"services": services})
+    assert await queued(services) == 0
+    visit = visit_of("GET", BROWSER, None, None, "203.0.113.10")
+    assert (await redirects.follow(codes[0], visit)).outcome is Outcome.GONE
