@@ -74,9 +74,9 @@ async def test_administrators_set_an_outlets_group_and_inference_never_replaces_
     await admin.run("SourceUpdate", id=bbc, input={"siteUrl": "https://www.rte.ie/"})
     assert (await _outlet(gql, outlets["BBC News"]))["country"] == "IE"
     refused = (await admin.run("SourceUpdate", id=source_id, input={"country": "UK"}))["sourceUpdate"]
-    assert [(e["code"], e["field"]) for e in refused["errors"]] == [("INVALID", "country")]
+    assert [(e["code"], e["field"]) for e in refused["errors"]] == [("INVALID_REGION", "country")]
     hostile = (await admin.run("SourceUpdate", id=source_id, input={"country": "🇩🇪" * 50_000}))["sourceUpdate"]
-    assert [(e["code"], e["field"]) for e in hostile["errors"]] == [("INVALID", "country")]
+    assert [(e["code"], e["field"]) for e in hostile["errors"]] == [("INVALID_REGION", "country")]
     back = (await admin.run("SourceUpdate", id=source_id, input={"country": ""}))["sourceUpdate"]["source"]
     assert (back["country"], back["outletInferred"]) == ("AT", True)  # handed back: inferred from the new site
     monkeypatch.setattr(services.settings, "open_source_admin", True)  # anyone manages sources; not outlets

@@ -13,10 +13,10 @@ import strawberry
 
 from app.api.context import Info
 from app.api.errors import BadRequest
-from app.api.filters import region_code
 from app.api.relay import page_size
 from app.api.types.story import StoryNode
 from app.places import repository as places
+from app.places.countries import checked_country
 from app.stories.models import StoryCluster
 from app.trending.store import Trend, TrendingUnavailable, fold_merged, ranking
 from app.trending.windows import TrendingWindow
@@ -61,7 +61,7 @@ async def trending_stories(
     ] = None,
 ) -> list[TrendingStory]:
     size = page_size(first, info.context.services.settings)
-    chosen, country = TrendingWindow(window), region_code(region)
+    chosen, country = TrendingWindow(window), None if region is None else checked_country(region)
 
     async def compute() -> str:
         ranked = await _ranked(info, chosen, country)

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.notifications.errors import AlertErrorCode, AlertRejected
 from app.notifications.models import AlertRules, StoryFollow
-from app.places.outlets import checked_country
+from app.places.countries import checked_country
 from app.stories.models import StoryCluster
 
 DIGESTS = ("none", "hourly", "daily")
@@ -43,7 +43,8 @@ def _invalid(message: str, field_name: str) -> AlertRejected:
 
 
 def check(choice: RuleChoice) -> RuleChoice:
-    """The choice as stored (duplicates gone, entities folded), or AlertRejected naming the field at fault."""
+    """The choice as stored (duplicates gone, entities folded), or AlertRejected naming the field at fault
+    (InvalidRegion for a region that is no country code)."""
     for name, argument in (("topics", "topics"), ("source_ids", "sourceIds"), ("entities", "entities"),
                            ("languages", "languages")):  # fmt: skip
         values = list(dict.fromkeys(getattr(choice, name)))
@@ -66,10 +67,7 @@ def check(choice: RuleChoice) -> RuleChoice:
         raise _invalid("quiet hours that start when they end are no quiet hours", "quietEnd")
     _check_zone(choice.time_zone)
     if choice.region is not None:
-        try:
-            choice.region = checked_country(choice.region[:16])
-        except ValueError as error:
-            raise _invalid("a region is an ISO 3166-1 alpha-2 country code such as DE", "region") from error
+        choice.region = checked_country(choice.region)
     return choice
 
 
