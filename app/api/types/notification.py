@@ -19,6 +19,7 @@ from app.api.types.story import StoryNode, load_story
 from app.notifications import inbox
 from app.notifications.errors import AlertErrorCode, AlertRejected
 from app.notifications.models import AlertRules, Notification, WebhookEndpoint
+from app.places.countries import InvalidRegion
 
 AlertErrorCodeEnum = strawberry.enum(AlertErrorCode, name="AlertErrorCode")
 
@@ -30,8 +31,9 @@ class AlertError:
     message: str
 
 
-def alert_refused(error: AlertRejected) -> list[AlertError]:
-    return [AlertError(code=error.code, field=error.field, message=str(error))]
+def alert_refused(error: AlertRejected | InvalidRegion) -> list[AlertError]:
+    code = AlertErrorCode.INVALID_REGION if isinstance(error, InvalidRegion) else error.code
+    return [AlertError(code=code, field=error.field, message=str(error))]
 
 
 @strawberry.enum(description="How soon an alert is due: URGENT (breaking, < 30 s), NORMAL (a followed story, "
