@@ -6,6 +6,7 @@ Redis here is a server of the test's own, so stopping it touches nobody else."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from pathlib import Path
@@ -41,6 +42,15 @@ async def _next(ws: Any) -> dict[str, Any]:
     return added
 
 
+async def until_subscribed(services: Services, count: int) -> None:
+    """Until `count` notificationAdded subscriptions of this process know where they start and its router hears
+    the fan-out's announcements: a notification written from then on reaches them."""
+    await until_listening(services, NOTIFICATION_ADDED)
+    async with asyncio.timeout(10):
+        while services.notifications.subscriptions() < count:
+            await asyncio.sleep(0.01)
+
+
 def _row(global_id: str) -> int:
     return int(base64.b64decode(global_id).decode().split(":")[1])
 
@@ -74,7 +84,7 @@ async def test_notifications_written_while_redis_was_away_reach_the_subscriber_o
             # and a subscriber that reconnects after the first one gets those written since, then the live ones
             resumed = await _subscribe(api_url, token, after=first["id"])
             assert [(await _next(resumed))["title"] for _ in range(2)] == ["Story 2", "Story 3"]
-            await until_listening(own, NOTIFICATION_ADDED, count=2)
+            await until_subscribed(own, 2)
             for story in (4, 5):
                 await _break(own, story)
             # nothing came twice: the next two of each are the two new ones
