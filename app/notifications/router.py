@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,8 @@ from app.notifications.models import Notification
 from app.notifications.subscription import Subscription
 from app.realtime.broadcast import Broadcaster
 from app.resilience.outage import FAILURES, DatabaseOutage
+
+log = logging.getLogger(__name__)
 
 POLL_SECONDS = 2.0  # how often the table is read while Redis is away (jittered by a quarter either way)
 LATE = timedelta(seconds=30)  # a batch committed this long after its rows got their ids is still found
@@ -77,7 +80,8 @@ class NotificationRouter:
     async def _wake(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
         """Forever: each announcement wakes the subscriptions of the readers it names."""
         while True:
-            user_ids = (await queue.get()).get("user_ids")
+            announcement = await queue.get()
+            user_ids = announcement.get("user_ids") if isinstance(announcement, dict) else None
             for user_id in user_ids if isinstance(user_ids, list) else ():
                 for subscription in self._readers.get(user_id, ()) if isinstance(user_id, int) else ():
                     subscription.wake()
@@ -94,12 +98,13 @@ class NotificationRouter:
                     reconnects = now  # a failed read is tried again at the next tick, Redis back or not
 
     async def _read_every(self, subscriptions: list[Subscription]) -> bool:
-        """False when PostgreSQL could not be reached (the outage noted once)."""
+        """False when PostgreSQL could not be reached (the outage noted once) or the read failed otherwise (a bug,
+        logged: the loop goes on, the next outage of Redis is polled for too)."""
         try:
             await self._read(subscriptions)
-        except FAILURES as error:
-            if not self.database.noted(error):
-                raise
+        except Exception as error:
+            if not (isinstance(error, FAILURES) and self.database.noted(error)):
+                log.exception("notifications: reading every reader's new notifications failed")
             return False
         self.database.ended()
         return True
@@ -111,9 +116,10 @@ class NotificationRouter:
 
     async def _read(self, subscriptions: list[Subscription]) -> None:
         """Hands each subscription its reader's notifications after its cursor, page after page while pages come
-        full of news: one statement a page, whatever the number of readers."""
+        full of news: one statement a page, whatever the number of readers. A subscription holding a page not yet
+        delivered reads on itself once it has (a slow client does not fill the process's memory)."""
         read_at, since = datetime.now(UTC), min(s.since for s in subscriptions) - LATE
-        while True:
+        while subscriptions:
             afters: dict[int, int] = {}
             for s in subscriptions:
                 afters[s.user_id] = min(s.cursor, afters.get(s.user_id, s.cursor))
@@ -125,6 +131,9 @@ class NotificationRouter:
             fresh = [s.take(by_reader.get(s.user_id, [])) for s in subscriptions]
             if len(rows) < PAGE or not any(fresh):
                 break
+            for s in (behind := [s for s in subscriptions if s.backlog() >= PAGE]):
+                s.due = True
+            subscriptions = [s for s in subscriptions if s not in behind]
         for s in subscriptions:
             s.since = max(s.since, read_at)
 

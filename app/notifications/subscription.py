@@ -46,6 +46,9 @@ class Subscription:
         self.due = True
         self._nudged.set()
 
+    def backlog(self) -> int:
+        return len(self._waiting)
+
     def waiting(self) -> list[Notification]:
         """What is to be delivered now, handed over once."""
         waiting, self._waiting = self._waiting, []
