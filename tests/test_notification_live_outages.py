@@ -26,11 +26,11 @@ from app.notifications.router import POLL_SECONDS
 from app.services import Services
 from app.settings import Settings
 from app.users.service import SESSION_PREFIX, digest
-from tests.alerts import add_readers
+from tests.alerts import add_readers, until_subscribed
 from tests.conftest import GraphQLClient, next_message, serve_api
 from tests.newsroom import sign_up
 from tests.test_ingest_outages import CutProxy
-from tests.test_notification_outage import break_story, next_notification, subscribe_notifications, until_subscribed
+from tests.test_notification_outage import break_story, next_notification, subscribe_notifications
 from tests.test_redis_outage import own_redis, services_on
 
 OUTAGE_SECONDS = 10

@@ -6,7 +6,6 @@ Redis here is a server of the test's own, so stopping it touches nobody else."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from pathlib import Path
@@ -17,11 +16,10 @@ import websockets
 from sqlalchemy import text
 
 from app.notifications.fanout import fan_out
-from app.notifications.live import NOTIFICATION_ADDED
 from app.services import Services
 from app.settings import Settings
-from tests.alerts import add_breaking_events
-from tests.conftest import GraphQLClient, document, next_message, serve_api, subscribe_message, until_listening
+from tests.alerts import add_breaking_events, until_subscribed
+from tests.conftest import GraphQLClient, document, next_message, serve_api, subscribe_message
 from tests.newsroom import add_breaking_event, sign_up
 from tests.test_redis_outage import own_redis, services_on
 
@@ -42,17 +40,6 @@ async def next_notification(ws: Any) -> dict[str, Any]:
     return added
 
 
-async def until_subscribed(services: Services, count: int, seconds: float = 10) -> None:
-    """Until `count` notificationAdded subscriptions of this process know where they start and its router hears
-    the fan-out's announcements: a notification written from then on reaches them."""
-    async with asyncio.timeout(seconds):
-        while True:
-            if services.notifications.subscriptions() >= count:
-                break
-            await asyncio.sleep(0.01)
-    await until_listening(services, NOTIFICATION_ADDED)
-
-
 def _row(global_id: str) -> int:
     return int(base64.b64decode(global_id).decode().split(":")[1])
 
@@ -71,7 +58,7 @@ async def test_notifications_written_while_redis_was_away_reach_the_subscriber_o
                 token = await sign_up(GraphQLClient(http))
                 assert (await GraphQLClient(http).as_(token).run("AlertRulesSet", input={}))["alertRulesSet"]
             live = await subscribe_notifications(api_url, token)
-            await until_listening(own, NOTIFICATION_ADDED)
+            await until_subscribed(own, 1)
             # given one notification pushed live
             await break_story(own, 1)
             first = await next_notification(live)
@@ -112,7 +99,7 @@ async def test_resuming_after_someone_elses_notification_or_a_story_is_refused(
     await wrong.close()
     # an id is only a position: Bob resuming after Alice's notification gets his own newer ones, never hers
     bobs = await subscribe_notifications(api_url, bob, after=alices)
-    await until_listening(services, NOTIFICATION_ADDED)
+    await until_subscribed(services, 1)
     await add_breaking_event(services, 2)
     await fan_out(services.engine, settings, services.redis)
     first, second = await next_notification(bobs), await next_notification(bobs)
@@ -135,7 +122,7 @@ async def test_a_flood_written_during_an_outage_arrives_whole_in_order(
                 rules = {"capPerHour": 1000}
                 assert (await GraphQLClient(http).as_(token).run("AlertRulesSet", input=rules))["alertRulesSet"]
             live = await subscribe_notifications(api_url, token)
-            await until_listening(own, NOTIFICATION_ADDED)
+            await until_subscribed(own, 1)
             server.stop()
             await add_breaking_events(own, flood)
             while (await fan_out(own.engine, own.settings, own.redis)).batches:
