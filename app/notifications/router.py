@@ -1,8 +1,9 @@
 """The live `notificationAdded` subscriptions of one process, routed by reader. The fan-out's announcements on Redis
 wake only the subscriptions of the readers they name; while Redis is away ONE poll loop reads the new notifications
 of every reader subscribed here in one statement (every POLL_SECONDS, jittered, and once more after Redis returns:
-what was announced in between never arrives) and hands each subscription its reader's own. A query costs the same
-whether a process holds ten subscriptions or ten thousand; PostgreSQL going away costs latency, not notifications."""
+what was announced in between never arrives) and hands each subscription its reader's own. How often the table is
+read depends on time, not on how many subscriptions a process holds; PostgreSQL going away costs latency, not
+notifications."""
 
 from __future__ import annotations
 
