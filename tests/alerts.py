@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from typing import Any
 
 from sqlalchemy import text
 
+from app.notifications.live import NOTIFICATION_ADDED
 from app.notifications.models import AlertRules, WebhookEndpoint
 from app.services import Services
 from app.users.models import ApiKey, User
+from tests.conftest import until_listening
 
 
 async def add_reader(services: Services, email: str, **rules: Any) -> int:
@@ -63,3 +66,14 @@ async def add_breaking_events(services: Services, count: int, topic: str = "worl
 async def count(services: Services, sql: str, **params: Any) -> int:
     async with services.engine.connect() as connection:
         return int(await connection.scalar(text(sql), params) or 0)
+
+
+async def until_subscribed(services: Services, count: int, seconds: float = 10) -> None:
+    """Until `count` notificationAdded subscriptions of this process know where they start and its router hears
+    the fan-out's announcements: a notification written from then on reaches them."""
+    async with asyncio.timeout(seconds):
+        while True:
+            if services.notifications.subscriptions() >= count:
+                break
+            await asyncio.sleep(0.01)
+    await until_listening(services, NOTIFICATION_ADDED)

@@ -12,10 +12,10 @@ import pytest
 import websockets
 
 from app.notifications.fanout import fan_out
-from app.notifications.live import NOTIFICATION_ADDED
 from app.services import Services
 from app.settings import Settings
-from tests.conftest import GraphQLClient, document, subscribe_message, until_listening
+from tests.alerts import until_subscribed
+from tests.conftest import GraphQLClient, document, subscribe_message
 from tests.newsroom import StorySpec, add_breaking_event, add_source, add_story, administrator, global_id, sign_up
 
 RULES = {"topics": ["POLITICS"], "languages": ["en"], "timeZone": "Europe/Paris", "quietStart": 1320,
@@ -77,7 +77,7 @@ async def test_a_notification_arrives_live_over_the_websocket(api_url: str, gql:
         await ws.send(json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
         await ws.send(subscribe_message("1", document("NotificationAdded")))
-        await until_listening(services, NOTIFICATION_ADDED)
+        await until_subscribed(services, 1)
         await add_breaking_event(services, 6, ["politics"], ["en"])  # not one of this reader's topics
         await add_breaking_event(services, 7, ["science"], ["en"])
         await fan_out(services.engine, settings, services.redis)

@@ -88,5 +88,5 @@ async def new_notifications(info: Info, after: relay.GlobalID | None) -> AsyncGe
     user = await require_viewer(info)
     resumed = id_of(after, "Notification", "after") if after is not None else None
     services = info.context.services
-    async for row in live.new_notifications(services.db, services.broadcaster, user.id, after=resumed):
+    async for row in live.new_notifications(services.notifications, user.id, after=resumed):
         yield NotificationNode.from_model(row)
