@@ -14,7 +14,6 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.notifications import delivery_repository as deliveries
-from app.notifications.backoff import retry_wait
 from app.notifications.webhooks import Outcome, body_of, post
 from app.observability.alerts import count_deliveries
 from app.settings import Settings
@@ -59,7 +58,7 @@ async def _round(engine: AsyncEngine, client: httpx.AsyncClient, settings: Setti
     outcomes = await asyncio.gather(*(attempt(row) for row in claimed))
     recorded: list[tuple[int, str, float, str | None, int | None, float | None]] = []
     for row, outcome in zip(claimed, outcomes, strict=True):
-        status, wait = _next_state(row.attempts, outcome, settings)
+        status, wait = settings.notify_retries.settle(row.attempts, not outcome.delivered, permanent=outcome.permanent)
         setattr(report, status, getattr(report, status) + 1)
         recorded.append((row.id, status, wait, outcome.error, outcome.status_code, outcome.duration_ms))
         if status == "dead":
@@ -69,12 +68,3 @@ async def _round(engine: AsyncEngine, client: httpx.AsyncClient, settings: Setti
         await deliveries.record(connection, recorded)
     count_deliveries("webhook", (status for _, status, *_ in recorded))
     return len(claimed)
-
-
-def _next_state(attempts: int, outcome: Outcome, settings: Settings) -> tuple[str, float]:
-    """(status, seconds until the next attempt) after attempt number `attempts` ended as `outcome`."""
-    if outcome.delivered:
-        return "delivered", 0.0
-    if outcome.permanent or attempts >= settings.notify_max_attempts:
-        return "dead", 0.0
-    return "failed", retry_wait(attempts, settings.notify_backoff_base_seconds, settings.notify_backoff_cap_seconds)

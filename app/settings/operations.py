@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings
 
+from app.resilience.backoff import RetryPolicy
+
 
 class OperationsSettings(BaseSettings):
     """Running newsagg (part of `app.settings.Settings`)."""
@@ -221,6 +223,11 @@ class OperationsSettings(BaseSettings):
         description="HOST:PORT where `newsagg worker` also serves /metrics (its host's processes, as an API does), for "
         "workers on hosts or in containers without an API process, e.g. `0.0.0.0:9100`; unset: none.",
     )
+
+    @property
+    def notify_retries(self) -> RetryPolicy:
+        """How webhook deliveries, digest entries and fan-outs are retried, and when they are dead."""
+        return RetryPolicy(self.notify_max_attempts, self.notify_backoff_base_seconds, self.notify_backoff_cap_seconds)
 
     @field_validator("worker_gone_after_seconds")
     @classmethod
