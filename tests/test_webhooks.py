@@ -124,29 +124,3 @@ async def test_the_worker_jobs_carry_a_breaking_story_to_the_receiver(services: 
         finally:
             await worker.close()
     assert [b["story_id"] for b in hook.received] == [23]
-
-
-async def test_a_receiver_that_never_answers_times_out_and_is_retried(services: Services,
-                                                                      hook_settings: Settings) -> None:  # fmt: skip
-    import asyncio
-
-    held: list[asyncio.StreamWriter] = []
-
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        held.append(writer)  # reads nothing, answers nothing, keeps the connection open
-
-    server = await asyncio.start_server(silent, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    settings = hook_settings.model_copy(update={"webhook_timeout_seconds": 0.3})
-    reader = await add_reader(services, "silent@example.com")
-    await add_endpoint(services, reader, f"http://127.0.0.1:{port}/hook")
-    await add_breaking_event(services, 24)
-    await fan_out(services.engine, settings)
-    async with server, webhook_client(settings) as client:
-        report = await deliver_webhooks(services.engine, client, settings)
-        for writer in held:
-            writer.close()
-    assert (report.delivered, report.failed) == (0, 1)
-    async with services.engine.connect() as connection:
-        error = await connection.scalar(text("SELECT last_error FROM deliveries WHERE status = 'failed'"))
-    assert error.startswith("ReadTimeout")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,8 +40,15 @@ async def deliver_webhooks(engine: AsyncEngine, client: httpx.AsyncClient, setti
     return report
 
 
+def lease_seconds(settings: Settings) -> float:
+    """How long a round holds its deliveries: every POST ends within the timeout and at most `webhook_concurrency`
+    are in flight, so a full round posts within ceil(CLAIM / concurrency) timeouts; four more are for recording.
+    A worker that dies (or loses PostgreSQL) mid-round leaves its deliveries to be taken again after that."""
+    return settings.webhook_timeout_seconds * (math.ceil(CLAIM / settings.webhook_concurrency) + 4)
+
+
 async def _round(engine: AsyncEngine, client: httpx.AsyncClient, settings: Settings, report: DeliveryReport) -> int:
-    lease = settings.webhook_timeout_seconds * 4 + 30
+    lease = lease_seconds(settings)
     async with engine.begin() as connection:
         claimed = await deliveries.claim(connection, "webhook", limit=CLAIM, lease_seconds=lease)
         targets = await deliveries.endpoints(connection, list({row.endpoint_id for row in claimed}))
@@ -53,7 +61,7 @@ async def _round(engine: AsyncEngine, client: httpx.AsyncClient, settings: Setti
         async with gate:
             body = body_of(row.payload, row.idempotency_key, row.event_id)
             return await post(client, endpoint.url, endpoint.secret, row.idempotency_key, body,
-                              settings.webhook_response_max_bytes)  # fmt: skip
+                              settings.webhook_response_max_bytes, settings.webhook_timeout_seconds)  # fmt: skip
 
     outcomes = await asyncio.gather(*(attempt(row) for row in claimed))
     recorded: list[tuple[int, str, float, str | None, int | None, float | None]] = []
