@@ -79,8 +79,8 @@ class HostileReceiver:
 
 
 @contextlib.asynccontextmanager
-async def hostile_receiver() -> AsyncIterator[HostileReceiver]:
-    receiver = HostileReceiver()
+async def hostile_receiver(receiver: HostileReceiver | None = None) -> AsyncIterator[HostileReceiver]:
+    receiver = receiver or HostileReceiver()
     tasks: set[asyncio.Task[None]] = set()
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
