@@ -51,6 +51,24 @@ async def add_endpoint(services: Services, user_id: int, url: str) -> tuple[int,
         return endpoint.id, secret
 
 
+async def add_hooked_readers(services: Services, urls: list[str]) -> None:
+    """One reader per URL (default rules), each with an API key and a webhook endpoint there, in one statement."""
+    async with services.engine.begin() as connection:
+        await connection.execute(text("""
+            WITH hooks AS (SELECT url, n FROM unnest(CAST(:urls AS text[])) WITH ORDINALITY AS h(url, n)),
+            readers AS (
+                INSERT INTO users (email, password_hash) SELECT 'hooked' || n || '@example.com', 'x' FROM hooks
+                RETURNING id, email),
+            rules AS (INSERT INTO alert_rules (user_id) SELECT id FROM readers),
+            keys AS (
+                INSERT INTO api_keys (user_id, name, key_hash) SELECT id, 'app', md5(email) || md5(random()::text)
+                FROM readers RETURNING id, user_id)
+            INSERT INTO webhook_endpoints (api_key_id, user_id, url, secret)
+            SELECT k.id, k.user_id, h.url, 'whsec_' || md5(random()::text) FROM keys k
+            JOIN readers r ON r.id = k.user_id JOIN hooks h ON 'hooked' || h.n || '@example.com' = r.email"""),
+            {"urls": urls})  # fmt: skip
+
+
 async def add_breaking_events(services: Services, count: int, topic: str = "world") -> None:
     """`count` breaking events about stories 1..count, as app/stories/velocity.py writes them, in one statement."""
     async with services.engine.begin() as connection:

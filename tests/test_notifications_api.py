@@ -128,6 +128,11 @@ async def test_dead_deliveries_are_for_administrators(gql: GraphQLClient, servic
     assert replay["errors"][0]["extensions"]["code"] == "FORBIDDEN"
     admin = await administrator(gql, services)
     assert (await admin.run("DeadDeliveries", first=10))["deadDeliveries"] == []
+    for wrong in ("x1", "-1", "9" * 19, "U3Rvcnk6MQ=="):
+        refused = await admin.post(document("DeadDeliveries"), {"first": 10, "afterId": wrong})
+        assert [(e["extensions"]["code"], e["message"]) for e in refused["errors"]] == [
+            ("BAD_USER_INPUT", "afterId: a delivery id from this list")
+        ]
     assert (await admin.run("DeliveriesReplay", ids=["1"]))["deliveriesReplay"]["replayed"] == []
 
 
