@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.notifications import delivery_repository as deliveries
-from app.notifications.backoff import retry_wait
 from app.observability.alerts import count_deliveries, count_digest_emails
 from app.settings import Settings
 
@@ -73,18 +72,10 @@ async def send_digests(engine: AsyncEngine, settings: Settings) -> int:
             error = f"{type(failure).__name__}: {failure}"[:500]
         duration = (time.perf_counter() - started) * 1000
         for row in rows:
-            status, wait = _after(row.attempts, error, settings)
+            status, wait = settings.notify_retries.settle(row.attempts, error is not None)
             recorded.append((row.id, status, wait, error, None, duration))
     async with engine.begin() as connection:
         await deliveries.record(connection, recorded)
     count_deliveries("email", (status for _, status, *_ in recorded))
     count_digest_emails(sent)
     return sent
-
-
-def _after(attempts: int, error: str | None, settings: Settings) -> tuple[str, float]:
-    if error is None:
-        return "delivered", 0.0
-    if attempts >= settings.notify_max_attempts:
-        return "dead", 0.0
-    return "failed", retry_wait(attempts, settings.notify_backoff_base_seconds, settings.notify_backoff_cap_seconds)
