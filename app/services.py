@@ -16,6 +16,7 @@ from app.realtime.broadcast import Broadcaster
 from app.realtime.catchup import read_missed
 from app.search.service import Search
 from app.settings import Settings
+from app.sharing.keys import SigningKey
 
 
 class RedisNotConfigured(RuntimeError):
@@ -33,6 +34,7 @@ class Services:
     search: Search
     rate_limits: RateLimits
     notifications: NotificationRouter  # the live notificationAdded subscriptions of this process
+    share_key: SigningKey
 
     @classmethod
     def open(cls, settings: Settings, *, pre_ping: bool = True) -> Services:
@@ -47,7 +49,7 @@ class Services:
                                   liveness_seconds=settings.broadcast_liveness_seconds)  # fmt: skip
         return cls(settings, engine, sessions, redis, broadcaster, SingleFlightCache(redis),
                    Search(settings, sessions, redis), RateLimits(redis, settings),
-                   NotificationRouter(sessions, broadcaster))  # fmt: skip
+                   NotificationRouter(sessions, broadcaster), SigningKey(sessions))  # fmt: skip
 
     async def close(self) -> None:
         await self.notifications.close()
