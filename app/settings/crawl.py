@@ -192,6 +192,11 @@ class CrawlSettings(BaseSettings):
         "last hours (and at least `sweep_grace_seconds` ago) that has neither a text nor a job queued: its job was "
         "lost with Redis. Older articles: `newsagg articles fetch-text`. 0: no sweep of page fetches.",
     )  # fmt: skip
+    article_sweep_seconds: int = Field(
+        default=300, ge=1, description="How often the sweeper looks for articles whose page job was lost (once in "
+        "this many seconds across workers): it reads the articles without a page first, at most 5,000, and asks the "
+        "article queue about those only.",
+    )  # fmt: skip
     article_max_bytes: int = Field(default=2 * 1024 * 1024, description="Abort an article page larger than this.")
     article_feed_text_min_words: int = Field(
         default=120, description="A feed entry's content:encoded of at least this many words is its full text."
