@@ -25,7 +25,7 @@ import tarfile
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import feedparser
@@ -81,16 +81,21 @@ async def scratch_database(keep: bool = False) -> AsyncIterator[str]:
 
 
 @contextlib.contextmanager
-def scratch_redis() -> Iterator[str]:
-    """A redis-server of the run's own on a loopback port, stopped afterwards with all it held: the queues, job
-    keys and counters a run's workers write (arq's keys are not under one prefix) are never left in a shared Redis."""
-    with tempfile.TemporaryDirectory() as root:
-        server = EmbeddedRedis(Path(root) / "redis")
+def server_of_its_own(make: Callable[[Path], EmbeddedPostgres | EmbeddedRedis]) -> Iterator[str]:
+    """A server made by `make` in a temporary folder, started; stopped afterwards with all it held: its URL."""
+    with tempfile.TemporaryDirectory() as folder:
+        server = make(Path(folder))
         server.start()
         try:
             yield server.url()
         finally:
             server.stop()
+
+
+def scratch_redis() -> contextlib.AbstractContextManager[str]:
+    """A redis-server of the run's own: the queues, job keys and counters a run's workers write (arq's keys are not
+    under one prefix) go with it, never left in a shared Redis."""
+    return server_of_its_own(lambda folder: EmbeddedRedis(folder / "redis"))
 
 
 def bare_feedparser_seconds(snapshots: list[tuple[str, str, bytes]]) -> float:
