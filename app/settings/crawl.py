@@ -213,6 +213,11 @@ class CrawlSettings(BaseSettings):
     websub_renew_before_hours: float = Field(default=24, description="Renew a lease this long before it ends.")
     websub_poll_hours: float = Field(default=6, description="A source the hub pushes is still polled this often.")
     websub_retry_hours: float = Field(default=24, description="Wait before asking a hub again after a failure.")
+    websub_pending_pushes: int = Field(
+        default=100, ge=1, description="Pushes of one source waiting to be ingested, at most: one more is refused "
+        "with 503 and Retry-After (hubs retry; counted in newsagg_websub_pushes_refused_total). One ingest job at a "
+        "time per source stores what waits, oldest first.",
+    )  # fmt: skip
 
     # --- parsing -----------------------------------------------------------------------------------------------------
     summary_max_chars: int = Field(default=1000, description="Plain-text summaries are cut to this length.")
