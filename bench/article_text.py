@@ -12,8 +12,8 @@ loop's lag sampled beside it.
 
     python -m bench.article_text [--sources N] [--seconds S] [--concurrency N] [--deployment apart|inline]
 
-PostgreSQL: NEWSAGG_BENCH_DATABASE_URL, else 127.0.0.1:5432 (or embedded). Redis: NEWSAGG_BENCH_REDIS_URL, else
-NEWSAGG_TEST_REDIS_URL, else redis://127.0.0.1:6379/0 (queues of the run's own names).
+PostgreSQL: NEWSAGG_BENCH_DATABASE_URL, else 127.0.0.1:5432 (or embedded), a scratch database dropped afterwards.
+Redis: a redis-server of the run's own, stopped afterwards: nothing the run's workers write is left behind.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from app.runtime.processes import free_port
 from app.settings import Settings
 from app.sources import repository as sources
 from app.sources.models import FetchLog
-from bench.ingest import scratch_database
+from bench.ingest import scratch_database, scratch_redis
 from jobs.crawl import crawl_tick
 from jobs.worker import create_worker, shutdown
 
@@ -202,6 +202,25 @@ async def prepare(settings: Settings, port: int, feeds: int) -> None:
     await engine.dispose()
 
 
+async def _run(redis_url: str, run: str, port: int, feeds: int, seconds: float, concurrency: int, rounds: int,
+               deployment: str) -> tuple[list[dict[str, float]], list[dict[str, float]]]:  # fmt: skip
+    """The phases, off and on alternating, on a scratch database and the run's own Redis: (off, on)."""
+    off: list[dict[str, float]] = []
+    on: list[dict[str, float]] = []
+    async with scratch_database() as url:
+        settings = Settings(_env_file=None, database_url=url, redis_url=redis_url,  # type: ignore[call-arg]
+                            allow_loopback_sources=True, politeness_requests_per_second=1000.0,
+                            politeness_burst=100, queue_name=f"newsagg-bench:{run}",
+                            article_queue_name=f"newsagg-bench-articles:{run}", crawl_tick_seconds=1,
+                            article_fetch_concurrency=concurrency,
+                            home=Path(f"/tmp/newsagg-bench-{run}"))  # fmt: skip
+        await prepare(settings, port, feeds)
+        for _ in range(rounds):
+            off.append(await phase(settings, seconds, fetching=False, apart=deployment == "apart"))
+            on.append(await phase(settings, seconds, fetching=True, apart=deployment == "apart"))
+    return off, on
+
+
 def mean_of(runs: list[dict[str, float]], key: str) -> float:
     return statistics.fmean(run[key] for run in runs)
 
@@ -212,23 +231,10 @@ async def main(feeds: int, entries: int, seconds: float, concurrency: int, round
     port = free_port()
     server = multiprocessing.get_context("fork").Process(target=serve, args=(port, pages, entries), daemon=True)
     server.start()
-    redis_url = os.environ.get("NEWSAGG_BENCH_REDIS_URL") or os.environ.get("NEWSAGG_TEST_REDIS_URL") \
-        or "redis://127.0.0.1:6379/0"  # fmt: skip
     run = uuid.uuid4().hex[:8]
     try:
-        async with scratch_database() as url:
-            settings = Settings(_env_file=None, database_url=url, redis_url=redis_url,  # type: ignore[call-arg]
-                                allow_loopback_sources=True, politeness_requests_per_second=1000.0,
-                                politeness_burst=100, queue_name=f"newsagg-bench:{run}",
-                                article_queue_name=f"newsagg-bench-articles:{run}", crawl_tick_seconds=1,
-                                article_fetch_concurrency=concurrency,
-                                home=Path(f"/tmp/newsagg-bench-{run}"))  # fmt: skip
-            await prepare(settings, port, feeds)
-            off: list[dict[str, float]] = []
-            on: list[dict[str, float]] = []
-            for _ in range(rounds):
-                off.append(await phase(settings, seconds, fetching=False, apart=deployment == "apart"))
-                on.append(await phase(settings, seconds, fetching=True, apart=deployment == "apart"))
+        with scratch_redis() as redis_url:
+            off, on = await _run(redis_url, run, port, feeds, seconds, concurrency, rounds, deployment)
     finally:
         server.terminate()
         server.join()

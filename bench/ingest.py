@@ -25,7 +25,7 @@ import tarfile
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import feedparser
@@ -35,7 +35,7 @@ from app.db import scratch
 from app.db.engine import create_engine, session_factory
 from app.db.migrate import upgrade
 from app.ingest.refresh import ingest_body
-from app.runtime.embedded import EmbeddedPostgres
+from app.runtime.embedded import EmbeddedPostgres, EmbeddedRedis
 from app.settings import Settings, to_asyncpg_url
 from app.sources import repository as sources
 from app.sources.models import FetchLog
@@ -78,6 +78,24 @@ async def scratch_database(keep: bool = False) -> AsyncIterator[str]:
                 print(f'keep: the database {name} stays; drop it with DROP DATABASE "{name}" WITH (FORCE)',
                       file=sys.stderr, flush=True)  # fmt: skip
             yield url
+
+
+@contextlib.contextmanager
+def server_of_its_own(make: Callable[[Path], EmbeddedPostgres | EmbeddedRedis]) -> Iterator[str]:
+    """A server made by `make` in a temporary folder, started; stopped afterwards with all it held: its URL."""
+    with tempfile.TemporaryDirectory() as folder:
+        server = make(Path(folder))
+        server.start()
+        try:
+            yield server.url()
+        finally:
+            server.stop()
+
+
+def scratch_redis() -> contextlib.AbstractContextManager[str]:
+    """A redis-server of the run's own: the queues, job keys and counters a run's workers write (arq's keys are not
+    under one prefix) go with it, never left in a shared Redis."""
+    return server_of_its_own(lambda folder: EmbeddedRedis(folder / "redis"))
 
 
 def bare_feedparser_seconds(snapshots: list[tuple[str, str, bytes]]) -> float:

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from app.runtime.balancer import Backends, haproxy_binary, haproxy_config
 from app.runtime.embedded import EmbeddedPostgres
 from app.runtime.processes import free_port
 from bench.feed import FEED_QUERY, REDIS_URL, ROOT, Client, load, populate, request
+from bench.ingest import server_of_its_own
 
 
 def start(database_url: str, apis: int, port: int, home: Path) -> subprocess.Popen[bytes]:
@@ -121,17 +122,10 @@ async def measure(url: str, tokens: list[str], args: argparse.Namespace) -> dict
     return rates
 
 
-@contextlib.contextmanager
-def own_postgres() -> Iterator[str]:
+def own_postgres() -> contextlib.AbstractContextManager[str]:
     """A PostgreSQL of the bench's own (embedded, 200 connections): every setup's pools at once would take a shared
     server's whole `max_connections` from its other users."""
-    with tempfile.TemporaryDirectory() as folder:
-        server = EmbeddedPostgres(Path(folder) / "postgres")
-        server.start()
-        try:
-            yield server.url()
-        finally:
-            server.stop()
+    return server_of_its_own(lambda folder: EmbeddedPostgres(folder / "postgres"))
 
 
 async def main(args: argparse.Namespace, admin_url: str) -> dict[str, Any]:

@@ -23,14 +23,12 @@ from app.settings import Settings
 log = logging.getLogger(__name__)
 
 
-async def enqueue_page_fetches(redis: ArqRedis, settings: Settings, article_ids: list[int], *,
-                               again: str | None = None) -> int:  # fmt: skip
-    """One job per article's page; how many were enqueued. First jobs have the article's id (an article whose first
-    job is queued already is not queued twice); `again` (why: sweep...) makes a job of its own."""
+async def enqueue_page_fetches(redis: ArqRedis, settings: Settings, article_ids: list[int]) -> int:
+    """One job per article's page; how many were enqueued. Each has its article's first page job id: an article whose
+    first job is queued already is not queued twice."""
     enqueued = 0
     for article_id in article_ids:
-        job_id = page_job_id(article_id) if again is None else follow_up_page_job_id(article_id, again)
-        job = await redis.enqueue_job(FETCH_ARTICLE_TEXT, article_id, _job_id=job_id,
+        job = await redis.enqueue_job(FETCH_ARTICLE_TEXT, article_id, _job_id=page_job_id(article_id),
                                       _queue_name=settings.article_queue_name)  # fmt: skip
         enqueued += job is not None
     return enqueued
@@ -64,7 +62,7 @@ async def fetch_article_text_job(ctx: dict[str, Any], article_id: int, attempt: 
             FETCH_ARTICLE_TEXT, article_id, attempt + 1 if outcome.status == "retry" else attempt,
             outcome.status == "deferred",  # a deferred job already holds its politeness slot
             _defer_by=outcome.retry_in_s, _queue_name=services.settings.article_queue_name,
-            _job_id=follow_up_page_job_id(article_id, outcome.status),  # the sweeper sees its article is in hand
+            _job_id=follow_up_page_job_id(article_id, ctx.get("job_id")),  # the sweeper sees its article is in hand
         )  # fmt: skip
     count_article_text(outcome.status, outcome.error_class)
     return outcome.status

@@ -14,13 +14,15 @@ from app.ingest.refresh_jobs import follow_up_job_id, refresh_job_id
 from app.ingest.scheduler import claim_due_sources
 from app.observability.work import count_push, count_refresh
 from app.outbox.relay import relay_all
-from app.queue_names import REFRESH_SOURCE, UNDERSTAND_ARTICLES
+from app.queue_names import INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES
 from app.services import Services
 from app.sources import repository as sources
+from app.websub import pushes
 from jobs.articles import enqueue_article_texts
 from jobs.websub import enqueue_subscribe
 
 log = logging.getLogger(__name__)
+PUSHES_PER_JOB = 20  # a job stays short (well within arq's job timeout) however many pushes wait
 
 
 async def crawl_tick(ctx: dict[str, Any]) -> int:
@@ -120,10 +122,28 @@ async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutc
         await enqueue_subscribe(ctx, source_id, outcome.subscribe.hub, outcome.subscribe.topic)
 
 
-async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes, content_type: str | None) -> str:
-    """A hub pushed new entries: store them at once."""
+async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes | None = None,
+                          content_type: str | None = None) -> str:  # fmt: skip
+    """A hub pushed new entries: the source's pushes waiting (app/websub/pushes.py) stored, oldest first, at most
+    PUSHES_PER_JOB a run, the next job enqueued for the rest (a job enqueued with its body, as they were before,
+    stores that one)."""
     services: Services = ctx["services"]
-    outcome = await ingest_body(services.engine, services.settings, source_id, body, content_type)
+    if body is not None:
+        return await _ingest_push(ctx, source_id, pushes.Pushed(body, content_type))
+    status = "none"
+    for _ in range(PUSHES_PER_JOB):
+        if (pushed := await pushes.next_push(services.redis, source_id)) is None:
+            break
+        status = await _ingest_push(ctx, source_id, pushed)
+        await pushes.done_with(services.redis, source_id)
+    if not await pushes.finished(services.redis, source_id):  # more came meanwhile: a job of their own
+        await ctx["redis"].enqueue_job(INGEST_PUSH, source_id, _queue_name=services.settings.queue_name)
+    return status
+
+
+async def _ingest_push(ctx: dict[str, Any], source_id: int, pushed: pushes.Pushed) -> str:
+    services: Services = ctx["services"]
+    outcome = await ingest_body(services.engine, services.settings, source_id, pushed.body, pushed.content_type)
     # a hub may push only the newest entries, or none (a light ping): the source is crawled soon, first among peers
     async with services.engine.begin() as connection:
         await raise_sources(connection, services.settings, [source_id], reason="websub", now=datetime.now(UTC))

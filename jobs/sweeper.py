@@ -1,5 +1,6 @@
 """The sweeper job: every few seconds, workers whose heartbeat stopped are let go, claims whose refresh job was lost
-return to pending, and articles whose understanding or page job was lost are enqueued again (app/workers/sweep.py)."""
+return to pending, and articles whose understanding was lost are enqueued again; every `article_sweep_seconds`, those
+whose page job was lost too (app/workers/sweep.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ log = logging.getLogger(__name__)
 # A batch's job id holds for this long: while its job is queued or running, sweeps do not enqueue it twice; a job
 # stranded by a dead worker (arq keeps its id taken for an hour) blocks its batch only until the period turns.
 REQUEUE_PERIOD_S = 120
+PAGE_SWEEP_KEY = "newsagg:sweep:pages:"  # + the article queue's name: taken by the sweep of lost pages that is due
+
+
+async def due(redis: Any, key: str, every_seconds: int) -> bool:
+    """Once in `every_seconds` across every worker's sweeper: the first to ask in a period takes it."""
+    return bool(await redis.set(key, 1, nx=True, ex=every_seconds))
 
 
 async def sweep_job(ctx: dict[str, Any]) -> int:
@@ -35,14 +42,16 @@ async def sweep_job(ctx: dict[str, Any]) -> int:
     if requeued:
         log.warning("sweep: %d articles stored but never understood or clustered are enqueued again", requeued)
         ARTICLES_REQUEUED.inc(requeued)
-    await requeue_lost_pages(ctx, services)
+    if await due(ctx["redis"], f"{PAGE_SWEEP_KEY}{services.settings.article_queue_name}",
+                 services.settings.article_sweep_seconds):  # fmt: skip
+        await requeue_lost_pages(ctx, services)
     return requeued
 
 
 async def requeue_lost_pages(ctx: dict[str, Any], services: Services) -> int:
     """Page jobs lost with Redis (or never enqueued) enqueued again, each once: its article is then seen queued."""
     lost = await lost_page_fetches(services.engine, ctx["redis"], services.settings)
-    requeued = await enqueue_page_fetches(ctx["redis"], services.settings, lost, again="sweep")
+    requeued = await enqueue_page_fetches(ctx["redis"], services.settings, lost)
     if requeued:
         log.warning("sweep: %d articles whose page job was lost have it enqueued again", requeued)
         PAGES_REQUEUED.inc(requeued)

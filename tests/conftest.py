@@ -201,16 +201,23 @@ def document(name: str) -> str:
 @contextlib.contextmanager
 def count_queries(services: Services) -> Iterator[list[str]]:
     """The SQL statements sent to the database while inside: the N+1 guard."""
+    with statements_sent(services.engine) as statements:
+        yield statements
+
+
+@contextlib.contextmanager
+def statements_sent(engine: AsyncEngine) -> Iterator[list[str]]:
+    """The SQL statements `engine` sent while inside."""
     statements: list[str] = []
 
     def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         statements.append(statement)
 
-    event.listen(services.engine.sync_engine, "before_cursor_execute", record)
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
     try:
         yield statements
     finally:
-        event.remove(services.engine.sync_engine, "before_cursor_execute", record)
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
 
 
 async def statements_per_page(gql: GraphQLClient, services: Services, query: str, sizes: Iterable[int]) -> list[int]:

@@ -96,10 +96,9 @@ async def two_stories_of_one_event(services: Services, ids: list[int], titles: l
     ids."""
     now = datetime.now(UTC)
     weights: dict[str, float] = {"plosser": 2, "taper": 1, "weather": 1, "fed": 1}
-    async with services.engine.begin() as connection:
-        cache = ClusteringCache()
+    cache = ClusteringCache()
+    async with cache.locked(services.engine, reserve=len(ids)) as connection:
         state = await cache.catch_up(connection, since=now - timedelta(hours=1))
-        await cache.reserve_ids(connection, len(ids))
         made = [state.create(IncomingArticle(i, t, "", str(k), now), weights).id
                 for k, (i, t) in enumerate(zip(ids, titles, strict=True))]  # fmt: skip
         await cache.save(connection, datetime.now(UTC))

@@ -60,7 +60,7 @@ def test_up_runs_article_workers_apart_and_its_crawl_workers_leave_pages_to_them
 
 def test_page_job_ids_name_their_article_and_nothing_else_parses() -> None:
     assert article_of(page_job_id(42)) == 42
-    assert article_of(follow_up_page_job_id(42, "retry")) == 42
+    assert article_of(follow_up_page_job_id(42, page_job_id(42))) == 42
     for other in ("refresh:1:2026-11-20T00:00:00+00:00", "article-text:", "article-text:x1", "article-text:-3",
                   "article-text:" + "9" * 40, "understand:sweep:1:2", ""):  # fmt: skip
         assert article_of(other) is None

@@ -175,7 +175,8 @@ async def test_a_worker_fetches_every_page_and_raises_priority_across_a_redis_th
                     desk.article_text = False  # its story is made by the test, it has no pages
                 await add_story(opened, StorySpec("Quake hits the coast", [desk.id], breaking=True))
                 env = deployment_env(own, tmp_path / "home", NEWSAGG_CRAWL_TICK_SECONDS="1",
-                                     NEWSAGG_SWEEP_SECONDS="2", NEWSAGG_SWEEP_GRACE_SECONDS="3",
+                                     NEWSAGG_SWEEP_SECONDS="2", NEWSAGG_ARTICLE_SWEEP_SECONDS="2",
+                                     NEWSAGG_SWEEP_GRACE_SECONDS="3",
                                      NEWSAGG_CRAWL_PRIORITY_EVERY_SECONDS="2",
                                      NEWSAGG_ARTICLE_QUEUE_NAME="newsagg-outage-articles")  # fmt: skip
                 with running(env, "worker", log=tmp_path / "worker.log") as worker:

@@ -18,7 +18,7 @@ from app.search.documents import TEXT_CHARS
 from app.search.query import SearchQuery, SearchResult
 from app.services import Services
 from app.settings import Settings
-from tests.conftest import GraphQLClient
+from tests.conftest import GraphQLClient, statements_sent
 from tests.newsroom import StorySpec, add_source, add_story
 
 NOW = datetime.now(UTC)
@@ -178,7 +178,12 @@ async def test_texts_stored_before_the_upgrade_are_indexed_by_the_worker_in_batc
     assert await matching(scratch_engine, "élection") == 1
     assert await index_stored_bodies(scratch_engine, batch=250) == 600  # three batches, each committed
     assert await matching(scratch_engine, "élection") == 601
-    assert await index_stored_bodies(scratch_engine) == 0  # nothing left
+    with statements_sent(scratch_engine) as sent:
+        assert await index_stored_bodies(scratch_engine) == 0  # nothing left
+    assert len(sent) == 1  # a worker's next start asks whether any are left, and reads no text's row
+    async with scratch_engine.connect() as db:
+        plan = "\n".join(await db.scalars(text(f"EXPLAIN {sent[0]}")))
+    assert "ix_article_texts_unindexed" in plan, plan
 
 
 # what 0010's newsagg_cjk_bigrams made of them: 0027 makes it linear in time, its output unchanged

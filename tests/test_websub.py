@@ -13,16 +13,20 @@ from typing import Any, NamedTuple
 
 import httpx
 import pytest
+from arq.connections import ArqRedis
 from sqlalchemy import func, select, update
 
 from app.archive.models import ArchivedFetch
 from app.articles.models import Article
+from app.queue_names import INGEST_PUSH
 from app.services import Services
 from app.settings import Settings
 from app.sources.models import CrawlSchedule, FetchLog, Source
+from app.websub import pushes
 from tests.conftest import REPO, GraphQLClient
 from tests.feeds import FeedServer, Reply, items
 from tests.newsroom import administrator
+from tests.test_stranded_work import metric
 
 Crawl = Callable[..., Coroutine[Any, Any, int]]
 
@@ -229,6 +233,7 @@ async def test_a_push_flood_stores_every_entry_raises_its_source_once_and_fills_
     source, feed_url, callback = subscribed
     archived_before = await _archived(services, source.id)
     settings.fetch_archive_per_source_per_hour = ARCHIVE_CAP
+    settings.websub_pending_pushes = PUSH_FLOOD  # every push held: what the archive keeps is the question here
     try:
         async with httpx.AsyncClient(timeout=30) as client:
             for k in range(PUSH_FLOOD):
@@ -240,6 +245,7 @@ async def test_a_push_flood_stores_every_entry_raises_its_source_once_and_fills_
         await crawl(tick=False)  # the ingest jobs the pushes enqueued
     finally:
         settings.fetch_archive_per_source_per_hour = Settings.model_fields["fetch_archive_per_source_per_hour"].default
+        settings.websub_pending_pushes = Settings.model_fields["websub_pending_pushes"].default
     assert await article_count(services) == 2 + 2 * PUSH_FLOOD  # nothing pushed was lost
     async with services.db() as session:
         schedule = await session.get(CrawlSchedule, source.id)
@@ -256,3 +262,50 @@ async def _archived(services: Services, source_id: int) -> int:
     async with services.db() as session:
         query = select(func.count()).select_from(ArchivedFetch).where(ArchivedFetch.source_id == source_id)
         return int(await session.scalar(query) or 0)
+
+
+FLOOD, WAITING_MOST, AT_ONCE = 300, 20, 20
+
+
+async def test_a_push_flood_past_its_sources_list_is_refused_with_503_and_leaves_one_job(
+    subscribed: Subscription, hub: str, crawl: Crawl, services: Services, settings: Settings, arq_redis: ArqRedis
+) -> None:
+    """Given a subscribed source whose list holds at most 20 pushes, when its hub pushes 300 signed documents
+    (20 at a time) with no worker running, then 20 are accepted and held for one ingest job, the 280 others are
+    refused with 503 and Retry-After and counted; then one drain stores the 20 and leaves nothing waiting."""
+    source, feed_url, callback = subscribed
+    secret = str(source.websub_secret).encode()
+    refused_before = metric("newsagg_websub_pushes_refused_total")
+    settings.websub_pending_pushes = WAITING_MOST
+    try:
+        statuses = await _flood(callback, secret, [hub_feed(feed_url, hub, 1, start=100 + k) for k in range(FLOOD)])
+        jobs = [
+            job for job in await arq_redis.queued_jobs(queue_name=settings.queue_name) if job.function == INGEST_PUSH
+        ]
+        waiting = await pushes.waiting(services.redis, source.id)
+        await crawl(tick=False)
+    finally:
+        settings.websub_pending_pushes = Settings.model_fields["websub_pending_pushes"].default
+    assert (statuses.count(202), statuses.count(503), len(statuses)) == (WAITING_MOST, FLOOD - WAITING_MOST, FLOOD)
+    assert (len(jobs), waiting) == (1, WAITING_MOST)
+    assert metric("newsagg_websub_pushes_refused_total") == refused_before + FLOOD - WAITING_MOST
+    assert await article_count(services) == 2 + WAITING_MOST
+    assert await pushes.waiting(services.redis, source.id) == 0
+    assert await services.redis.exists(f"{pushes.PREFIX}{source.id}:pending") == 0  # the next push enqueues a job
+
+
+async def _flood(callback: str, secret: bytes, bodies: list[bytes]) -> list[int]:
+    """Each body pushed, signed, AT_ONCE at a time: the status of each."""
+    gate = asyncio.Semaphore(AT_ONCE)
+    limits = httpx.Limits(max_connections=AT_ONCE, max_keepalive_connections=AT_ONCE)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+
+        async def push(body: bytes) -> int:
+            signature = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+            async with gate:
+                reply = await client.post(callback, content=body, headers={
+                    "X-Hub-Signature": signature, "Content-Type": "application/rss+xml"})  # fmt: skip
+            assert reply.status_code == 202 or reply.headers.get("retry-after"), reply.text
+            return reply.status_code
+
+        return list(await asyncio.gather(*(push(body) for body in bodies)))

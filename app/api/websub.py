@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from starlette.requests import Request
@@ -12,9 +13,11 @@ from app.api.queue import JobQueue
 from app.api.text_input import unstorable
 from app.queue_names import INGEST_PUSH
 from app.services import Services
+from app.websub.pushes import Pushed, receive
 from app.websub.service import PushVerdict, accept_push, verify_intent
 
 TOKEN_MAX = 64  # characters, as stored
+RETRY = "60"  # seconds a hub whose push was refused (its source's list full) is asked to wait
 LEASE_DIGITS = 9  # 31 years: a hub's lease past it is ignored (ours applies), as one in no number at all
 
 
@@ -50,8 +53,12 @@ def websub_routes(services: Callable[[], Services], queue: JobQueue) -> list[Rou
             return PlainTextResponse("no such subscription", status_code=404)
         if verdict is PushVerdict.UNSIGNED:
             return PlainTextResponse("signature required", status_code=403)
-        if verdict is PushVerdict.ACCEPTED:
-            await queue.enqueue(INGEST_PUSH, source_id, body, request.headers.get("content-type"))
+        if verdict is PushVerdict.ACCEPTED and source_id is not None:
+            pushed = Pushed(body, request.headers.get("content-type"))
+            if not await receive(current.redis, source_id, pushed, most=current.settings.websub_pending_pushes,
+                                 enqueue=functools.partial(queue.enqueue, INGEST_PUSH)):  # fmt: skip
+                # a flood: its source's list is full, the hub retries later
+                return PlainTextResponse("too many pushes waiting", status_code=503, headers={"Retry-After": RETRY})
         return PlainTextResponse("accepted", status_code=202)  # a bad signature too: nothing to learn from us
 
     return [

@@ -4,9 +4,11 @@ Idempotent: an entry already stored with the same text changes nothing, so a sec
 summary says so). Within one replay the first archived version of an entry wins, as at ingest (content is
 insert-once): an entry a publisher edited between two fetches is compared with the version of the earliest fetch
 replayed, not flipped through every version. What replay stores goes on as ingest's does: new articles are announced,
-understood and clustered into stories at once; a stored article whose text changed is understood again (language,
-topics, entities, fingerprint, copy mark; the search index hears of it through the articles trigger), and its story
-is labelled again from its articles (topics, languages, headline; its subscribers hear of it).
+understood and clustered into stories at once (one clustering state for the whole replay, as a worker keeps one),
+each counted as an arrival towards its story's trending score (when the replay has Redis); a stored article whose
+text changed is understood again (language, topics, entities, fingerprint, copy mark; the search index hears of it
+through the articles trigger), and its story is labelled again from its articles (topics, languages, headline; its
+subscribers hear of it).
 
 Streamed in batches: a batch is at most `replay_batch_fetches` fetches and `replay_batch_mb` of bodies as received
 (one larger body alone is a batch of its own), listed by keyset and read then, and each body is decompressed only
@@ -23,13 +25,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import Counter
+from redis.asyncio import Redis
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.archive import repository
 from app.archive.compression import DamagedBody
 from app.archive.references import Reference
-from app.archive.service import archived_bodies, body_of
+from app.archive.service import Unreadable, archived_bodies, body_of
 from app.articles import repository as articles
 from app.articles.fingerprints import content_hash
 from app.articles.understanding import understand_articles
@@ -40,6 +43,8 @@ from app.ingest.refresh import article_rows
 from app.settings import Settings
 from app.stories.repair import lock_clustering, repair_stories
 from app.stories.service import cluster_articles
+from app.stories.store import ClusteringCache
+from app.trending.store import record_arrivals
 
 log = logging.getLogger(__name__)
 REPLAY_FAILURES = Counter("newsagg_replay_failures", "Archived fetches a replay could not read, by why.", ["kind"])
@@ -98,13 +103,20 @@ class ReplaySummary:
 
 
 async def replay(
-    db: AsyncEngine, settings: Settings, source_id: int, *, since: datetime, progress: Progress | None = None
+    db: AsyncEngine,
+    settings: Settings,
+    source_id: int,
+    *,
+    since: datetime,
+    progress: Progress | None = None,
+    redis: Redis | None = None,
 ) -> ReplaySummary:
+    """`redis`: where trending counts arrivals (without it, what the replay adds to stories is not counted there)."""
     async with db.connect() as connection:
         if not await repository.source_exists(connection, source_id):
             raise SourceNotFound(f"no source {source_id}")
         total = await repository.archived_count(connection, source_id, since=since)
-    done, seen = ReplaySummary(), set[str]()
+    done, seen, stories = ReplaySummary(), set[str](), _Stories(ClusteringCache(), redis)
     after: tuple[datetime, int] | None = None
     while True:
         try:
@@ -121,7 +133,8 @@ async def replay(
             done.batches += 1
             done.largest_batch_bytes = max(done.largest_batch_bytes, sum(f.raw_bytes for f in batch))
             done.fetches += len(batch)
-            await _follow_up(db, [i for new, _ in stored for i in new], [i for _, upd in stored for i in upd], done)
+            await _follow_up(db, [i for new, _ in stored for i in new], [i for _, upd in stored for i in upd], done,
+                             stories)  # fmt: skip
         except (SQLAlchemyError, OSError) as error:  # a connection lost, refused, reset
             raise ReplayInterrupted(done, max(total, done.fetches), error) from error
         if progress is not None:
@@ -154,15 +167,16 @@ async def _parse_batch(
     parsed = []
     async with db.connect() as connection:
         rows = await repository.archived_rows(connection, fetch_ids)  # those pruned since they were listed: gone
-        async for row, against in archived_bodies(connection, settings, rows):
+        async for body in archived_bodies(connection, settings, rows):
+            if isinstance(body, Unreadable):
+                _failed(done, body.row.id, "damaged", body.reason)
+                continue
             try:
-                if isinstance(against, Exception):
-                    raise DamagedBody(f"its reference body {row.reference_id}: {against}")
-                parsed.append((row.id, await in_parser_thread(_parse, row, against, limits)))
+                parsed.append((body.row.id, await in_parser_thread(_parse, body.row, body.against, limits)))
             except DamagedBody as error:
-                _failed(done, row.id, "damaged", str(error))
+                _failed(done, body.row.id, "damaged", str(error))
             except FeedParseError as error:
-                _failed(done, row.id, "parse", str(error))
+                _failed(done, body.row.id, "parse", str(error))
     return parsed
 
 
@@ -218,20 +232,35 @@ async def _store(
     return inserted, list(changed)
 
 
-async def _follow_up(db: AsyncEngine, new_ids: list[int], updated_ids: list[int], done: ReplaySummary) -> None:
+@dataclass(frozen=True, slots=True)
+class _Stories:
+    """What a replay's batches share, as a worker's jobs do: the clustering state (read once, then only what others
+    changed) and where trending counts arrivals."""
+
+    cache: ClusteringCache
+    redis: Redis | None
+
+
+async def _follow_up(
+    db: AsyncEngine, new_ids: list[int], updated_ids: list[int], done: ReplaySummary, stories: _Stories
+) -> None:
     """What ingest's understanding job does after a fetch, for a batch's new articles (understood, then clustered
-    into stories now rather than by the worker's sweep), and the same understanding again for updated ones."""
+    into stories now rather than by the worker's sweep, and counted as arrivals), and the same understanding again
+    for updated ones."""
     now = datetime.now(UTC)
     if new_ids:
         await understand_articles(db, new_ids, now=now)
-        done.clustered += len(await cluster_articles(db, new_ids))
+        placed = await cluster_articles(db, new_ids, stories.cache, flush_vocabulary=True)
+        if stories.redis is not None:
+            await record_arrivals(stories.redis, placed, datetime.now(UTC))  # logs, never raises, if Redis fails
+        done.clustered += len(placed)
     if updated_ids:
         await understand_articles(db, updated_ids, now=now, again=True)
         done.understood_again += len(updated_ids)
         async with db.begin() as connection:  # their stories' topics, languages and headline from the new labels
             await lock_clustering(connection)
-            stories = await repository.stories_of(connection, updated_ids)
-            done.stories_repaired += (await repair_stories(connection, stories, [])).stories
+            held = await repository.stories_of(connection, updated_ids)
+            done.stories_repaired += (await repair_stories(connection, held, [])).stories
 
 
 def _first_versions(entries: list[ParsedEntry], seen: set[str]) -> list[ParsedEntry]:

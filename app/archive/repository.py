@@ -77,24 +77,34 @@ async def reference_frame(db: Executor, reference_id: int) -> tuple[bytes, int]:
     return row.body, row.raw_bytes
 
 
-async def archived_within(db: Executor, source_id: int, window: timedelta) -> int:
-    """How many of the source's bodies were archived in the last `window`, on the database's clock as fetched_at's
-    default (ix_fetch_archive_source_fetched)."""
-    query = select(func.count()).where(ArchivedFetch.source_id == source_id,
-                                       ArchivedFetch.fetched_at >= func.now() - window)  # fmt: skip
-    return int(await db.scalar(query) or 0)
-
-
-_CURRENT_REFERENCE = text("""
-    SELECT k.id, (SELECT count(*) FROM fetch_archive AS d WHERE d.reference_id = k.id) AS followers
-    FROM fetch_archive AS k WHERE k.source_id = :source_id AND k.reference_id IS NULL
-    ORDER BY k.id DESC LIMIT 1
+_ARCHIVE_STATE = text("""
+    SELECT (SELECT count(*) FROM (SELECT 1 FROM fetch_archive
+                                  WHERE source_id = :source_id AND fetched_at >= now() - CAST(:window AS interval)
+                                  LIMIT :cap) AS recent) AS recent,
+           k.id AS reference_id,
+           (SELECT count(*) FROM (SELECT 1 FROM fetch_archive AS d WHERE d.reference_id = k.id
+                                  LIMIT :every) AS f) AS followers
+    FROM (SELECT 1) AS one
+    LEFT JOIN LATERAL (SELECT id FROM fetch_archive WHERE source_id = :source_id AND reference_id IS NULL
+                       ORDER BY id DESC LIMIT 1) AS k ON true
 """)
 
 
-async def current_reference(db: Executor, source_id: int) -> Any:
-    """The source's latest body stored whole (its id) and how many are compressed against it, or None."""
-    return (await db.execute(_CURRENT_REFERENCE, {"source_id": source_id})).first()
+@dataclass(frozen=True, slots=True)
+class ArchiveState:
+    """What archiving a source's next body needs to know, read in one statement."""
+
+    recent: int  # bodies archived in the window, counted up to the cap (ix_fetch_archive_source_fetched)
+    reference_id: int | None  # the latest body stored whole (ix_fetch_archive_references)
+    followers: int  # bodies compressed against it, counted up to `every` (ix_fetch_archive_reference_id)
+
+
+async def archive_state(db: Executor, source_id: int, *, window: timedelta, cap: int, every: int) -> ArchiveState:
+    """The source's archive in one round trip, each count stopping where it decides (`cap`, `every`): the window is
+    on the database's clock, as fetched_at's default."""
+    params = {"source_id": source_id, "window": window, "cap": cap, "every": every}
+    row = (await db.execute(_ARCHIVE_STATE, params)).one()
+    return ArchiveState(int(row.recent), row.reference_id, int(row.followers))
 
 
 async def fetch_row(db: Executor, fetch_id: int) -> Any:

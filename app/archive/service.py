@@ -58,16 +58,18 @@ async def keep(
     await repository.link_articles(db, fetch_id, new_ids, repository.NEW)
     if not settings.fetch_archive or fetched.not_modified:
         return
-    if await _over_hourly_cap(db, settings, source_id):
+    cap, every = settings.fetch_archive_per_source_per_hour, settings.fetch_archive_reference_every
+    state = await repository.archive_state(db, source_id, window=HOUR, cap=cap, every=every)
+    if _over_hourly_cap(state, cap, source_id):
         return
     level = settings.fetch_archive_level
-    current = await repository.current_reference(db, source_id)
     against: Reference | None = None
-    if current is not None and current.followers + 1 < settings.fetch_archive_reference_every:
+    if state.reference_id is not None and state.followers + 1 < every:
         try:
-            against = await reference(db, settings, current.id)
+            against = await reference(db, settings, state.reference_id)
         except (ValueError, LookupError) as error:  # damaged, or pruned since: this body is stored whole instead
-            log.warning("archive: reference body %s of source %s is damaged (%s)", current.id, source_id, error)
+            log.warning("archive: reference body %s of source %s is damaged (%s)", state.reference_id, source_id,
+                        error)  # fmt: skip
     dictionary = against.dictionary if against else None
     body = await off_loop_if_large(len(fetched.body), partial(compress, fetched.body, level=level,
                                                                reference=dictionary))  # fmt: skip
@@ -91,12 +93,9 @@ async def reference(db: Executor, settings: Settings, reference_id: int) -> Refe
     return cache.put(made)
 
 
-async def _over_hourly_cap(db: Executor, settings: Settings, source_id: int) -> bool:
+def _over_hourly_cap(state: repository.ArchiveState, cap: int, source_id: int) -> bool:
     """The source archived its hour's worth already (a hub pushing without end): this body is not kept."""
-    cap = settings.fetch_archive_per_source_per_hour
-    if not cap:
-        return False
-    if await repository.archived_within(db, source_id, HOUR) < cap:
+    if not cap or state.recent < cap:
         return False
     SKIPPED.labels("over_hourly_cap").inc()
     log.debug("source %d archived %d bodies in the last hour already: this one is not kept", source_id, cap)
@@ -140,13 +139,27 @@ async def archived_body(db: Executor, settings: Settings, fetch_id: int) -> Arch
     return ArchivedBody(row.raw_bytes, stream(row.body, against.dictionary if against else None))
 
 
-async def archived_bodies(db: Executor, settings: Settings, rows: Sequence[Any]) -> AsyncIterator[tuple[Any, Any]]:
-    """Each row with its reference (None for a body stored whole), or with the exception that kept it from one."""
+@dataclass(frozen=True, slots=True)
+class Readable:
+    row: Any  # an archived fetch (repository.archived_rows)
+    against: Reference | None  # the body it is compressed against; None for a body stored whole
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    row: Any
+    reason: str  # why its reference body could not be read (damaged, or pruned since)
+
+
+async def archived_bodies(
+    db: Executor, settings: Settings, rows: Sequence[Any]
+) -> AsyncIterator[Readable | Unreadable]:
+    """Each row with its reference read, or, when that reference is damaged or gone, marked unreadable with why."""
     for row in rows:
         if row.reference_id is None:
-            yield row, None
+            yield Readable(row, None)
             continue
         try:
-            yield row, await reference(db, settings, row.reference_id)
+            yield Readable(row, await reference(db, settings, row.reference_id))
         except (ValueError, LookupError) as error:  # DamagedBody is a ValueError
-            yield row, error
+            yield Unreadable(row, f"its reference body {row.reference_id}: {error}")

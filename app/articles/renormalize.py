@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import text
 
-from app.articles.merging import PLAN_TABLE, REFERENCES, merge_planned
+from app.articles.merging import REFERENCES, merge_planned
+from app.articles.repository import PLAN_TABLE
 from app.db.engine import Executor
 from app.ingest.urls import InvalidUrl, normalize_url
 from app.sources.merge import feed_url_normalized

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -14,6 +15,7 @@ from app.commands.database import with_database
 from app.settings import Settings
 
 if TYPE_CHECKING:
+    from redis.asyncio import Redis
     from sqlalchemy.ext.asyncio import AsyncEngine
 
     from app.archive.replay import ReplaySummary
@@ -31,7 +33,8 @@ def replay(settings: Settings, source_id: int, since: datetime) -> int:
 
     async def run(engine: AsyncEngine) -> int:
         try:
-            done = await replay_source(engine, settings, source_id, since=since, progress=progress)
+            async with trending_redis(settings) as redis:
+                done = await replay_source(engine, settings, source_id, since=since, progress=progress, redis=redis)
         except SourceNotFound as error:
             print(f"newsagg replay: {error}", file=sys.stderr)
             return 1
@@ -49,6 +52,25 @@ def replay(settings: Settings, source_id: int, since: datetime) -> int:
         print(f"newsagg replay: the database cannot be reached ({type(error).__name__}: {error}); nothing was "
               "replayed", file=sys.stderr)  # fmt: skip
         return 1
+
+
+@contextlib.asynccontextmanager
+async def trending_redis(settings: Settings) -> AsyncIterator[Redis | None]:
+    """Where the replay counts arrivals for trending: REDIS_URL, or the running `newsagg up`'s Redis; None without
+    either (the articles are stored and clustered all the same, their arrivals not counted)."""
+    from redis.asyncio import Redis
+
+    from app.runtime.servers_file import running_redis_url
+
+    url = settings.redis_url or running_redis_url(settings.home)
+    if url is None:
+        yield None
+        return
+    redis = Redis.from_url(url)
+    try:
+        yield redis
+    finally:
+        await redis.aclose()
 
 
 def summary(done: ReplaySummary, source_id: int, since: datetime) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, all_, cast, select, text
+from sqlalchemy import BigInteger, any_, cast, select, text
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 
 from app.articles.models import Article
@@ -104,7 +104,7 @@ async def pages_unsought(
     crawled_before: datetime | None = None,
     source_id: int | None = None,
     below_id: int | None = None,
-    skip: Sequence[int] = (),
+    only: Sequence[int] | None = None,
     limit: int,
 ) -> list[int]:
     """Articles, newest first, whose source wants their page and whose page was never sought: no text and no
@@ -121,6 +121,6 @@ async def pages_unsought(
         query = query.where(Article.source_id == source_id)
     if below_id is not None:
         query = query.where(Article.id < below_id)
-    if skip:
-        query = query.where(Article.id != all_(cast(list(skip), ARRAY(BigInteger))))
+    if only is not None:
+        query = query.where(Article.id == any_(cast(list(only), ARRAY(BigInteger))))
     return list(await db.scalars(query))

@@ -6,8 +6,8 @@ than in the migration: indexing a text costs a few milliseconds (its words in tw
 updated), so 100,000 texts are minutes, which the migration would spend holding its locks (app/db/migrate.py runs
 every migration in one transaction). Here each batch of BATCH texts is a transaction of its own, so readers and ingest
 go on, and a search finds an old article by its body from the moment its batch commits. The worker runs it at its
-start and daily (one worker at a time: an advisory lock); once everything is indexed a run reads article_texts'
-rows (not their texts) and finds none to do.
+start and daily (one worker at a time: an advisory lock), only when some are left: a probe of the partial index of
+unindexed texts (migration 0028), empty once everything is indexed, so a start then costs one index lookup.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 BATCH = 200  # articles per transaction
 LOCK_KEY = 0x6E65_7773_626F  # pg_advisory_lock key: one worker at a time
 
+_ANY_LEFT = text("SELECT EXISTS (SELECT 1 FROM article_texts WHERE search_language IS NULL)")
 _NEXT = text("""
     WITH batch AS (
         SELECT t.article_id FROM article_texts t
@@ -40,7 +41,10 @@ _NEXT = text("""
 
 async def index_stored_bodies(engine: AsyncEngine, *, batch: int = BATCH) -> int | None:
     """Every stored text without its body vector gets it, `batch` articles per transaction: how many did (None when
-    another worker is at it)."""
+    another worker is at it); 0 at once, without the lock, when none is left."""
+    async with engine.connect() as probe:
+        if not await probe.scalar(_ANY_LEFT):
+            return 0
     async with engine.connect() as holder:
         await holder.execution_options(isolation_level="AUTOCOMMIT")
         if not await holder.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": LOCK_KEY}):

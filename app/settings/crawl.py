@@ -192,6 +192,11 @@ class CrawlSettings(BaseSettings):
         "last hours (and at least `sweep_grace_seconds` ago) that has neither a text nor a job queued: its job was "
         "lost with Redis. Older articles: `newsagg articles fetch-text`. 0: no sweep of page fetches.",
     )  # fmt: skip
+    article_sweep_seconds: int = Field(
+        default=300, ge=1, description="How often the sweeper looks for articles whose page job was lost (once in "
+        "this many seconds across workers): it reads the articles without a page first, at most 5,000, and asks the "
+        "article queue about those only.",
+    )  # fmt: skip
     article_max_bytes: int = Field(default=2 * 1024 * 1024, description="Abort an article page larger than this.")
     article_feed_text_min_words: int = Field(
         default=120, description="A feed entry's content:encoded of at least this many words is its full text."
@@ -208,6 +213,11 @@ class CrawlSettings(BaseSettings):
     websub_renew_before_hours: float = Field(default=24, description="Renew a lease this long before it ends.")
     websub_poll_hours: float = Field(default=6, description="A source the hub pushes is still polled this often.")
     websub_retry_hours: float = Field(default=24, description="Wait before asking a hub again after a failure.")
+    websub_pending_pushes: int = Field(
+        default=100, ge=1, description="Pushes of one source waiting to be ingested, at most: one more is refused "
+        "with 503 and Retry-After (hubs retry; counted in newsagg_websub_pushes_refused_total). One ingest job at a "
+        "time per source stores what waits, oldest first.",
+    )  # fmt: skip
 
     # --- parsing -----------------------------------------------------------------------------------------------------
     summary_max_chars: int = Field(default=1000, description="Plain-text summaries are cut to this length.")

@@ -319,3 +319,70 @@ async def place_inferred_outlet(db: Executor, source_id: int, outlet: Outlet) ->
     """What the source's addresses now say of an outlet nobody placed (what they do not say is left as it was)."""
     if outlet.country is not None or outlet.kind is not OutletKind.UNKNOWN:
         await db.execute(_PLACE_INFERRED, {"id": source_id, "country": outlet.country, "kind": outlet.kind.value})
+
+
+# --- two sources merged into one (app/sources/merge.py), in the caller's transaction -------------------------------
+_LOCK_SOURCES = text("SELECT id FROM sources WHERE id = ANY(CAST(:ids AS bigint[])) ORDER BY id FOR UPDATE")
+_PLAN_MERGES = text("""
+    INSERT INTO url_merges (copy, keeper)
+    SELECT o.id, k.id FROM articles o JOIN articles k ON k.source_id = :survivor AND k.external_id = o.external_id
+    WHERE o.source_id = :other
+""")
+_MOVE_ARTICLES = text("UPDATE articles SET source_id = :survivor WHERE source_id = :other RETURNING cluster_id")
+_MOVE = [text(statement) for statement in (
+    "UPDATE fetch_log SET source_id = :survivor WHERE source_id = :other",
+    "UPDATE fetch_archive SET source_id = :survivor WHERE source_id = :other",
+    """INSERT INTO source_follows (user_id, source_id, created_at)
+       SELECT user_id, :survivor, created_at FROM source_follows WHERE source_id = :other ON CONFLICT DO NOTHING""",
+    """INSERT INTO source_mutes (user_id, source_id, created_at)
+       SELECT user_id, :survivor, created_at FROM source_mutes WHERE source_id = :other ON CONFLICT DO NOTHING""",
+    # the survivor is crawled as soon as either was due, at the higher of their priorities
+    """UPDATE crawl_schedule s SET next_crawl_at = least(s.next_crawl_at, o.next_crawl_at),
+                                   priority = greatest(s.priority, o.priority)
+       FROM crawl_schedule o WHERE s.source_id = :survivor AND o.source_id = :other""",
+    "DELETE FROM sources WHERE id = :other",
+)]  # fmt: skip
+_ARRIVALS = text("""
+    UPDATE story_clusters sc SET recent_arrivals = (
+        SELECT coalesce(jsonb_agg(CASE WHEN e ->> 1 = CAST(:other_key AS text)
+                                       THEN jsonb_build_array(e -> 0, CAST(:survivor_key AS text)) ELSE e END), '[]')
+        FROM jsonb_array_elements(sc.recent_arrivals) AS e)
+    WHERE sc.id = ANY(CAST(:stories AS bigint[]))
+""")
+_HOLDER = text("SELECT id FROM sources WHERE feed_url = :url")
+_REWRITE = text("UPDATE sources SET feed_url = :url WHERE id = :id")
+
+
+async def lock_sources(db: Executor, source_ids: Sequence[int]) -> set[int]:
+    """These sources locked for update, in id order; those that exist."""
+    return set(await db.scalars(_LOCK_SOURCES, {"ids": list(source_ids)}))
+
+
+async def plan_shared_article_merges(db: Executor, survivor: int, other: int) -> None:
+    """Into url_merges: each article of `other` that `survivor` holds too (the same external id), to be merged."""
+    await db.execute(_PLAN_MERGES, {"survivor": survivor, "other": other})
+
+
+async def move_articles(db: Executor, survivor: int, other: int) -> list[int | None]:
+    """The other's articles are the survivor's: the stories they are in (None for none)."""
+    return list(await db.scalars(_MOVE_ARTICLES, {"survivor": survivor, "other": other}))
+
+
+async def hand_over_arrivals(db: Executor, survivor: int, other: int, stories: Sequence[int]) -> None:
+    """The stories' recent arrivals from `other` are the survivor's."""
+    await db.execute(_ARRIVALS, {"other_key": str(other), "survivor_key": str(survivor), "stories": list(stories)})
+
+
+async def hand_over_and_delete(db: Executor, survivor: int, other: int) -> None:
+    """The other's fetch log, archive, follows, mutes and schedule go to the survivor; the other is deleted."""
+    for statement in _MOVE:
+        await db.execute(statement, {"survivor": survivor, "other": other})
+
+
+async def holder_of_feed_url(db: Executor, url: str) -> int | None:
+    holder: int | None = await db.scalar(_HOLDER, {"url": url})
+    return holder
+
+
+async def set_feed_url(db: Executor, source_id: int, url: str) -> None:
+    await db.execute(_REWRITE, {"id": source_id, "url": url})

@@ -19,10 +19,11 @@ MERGE_LOOKBACK = timedelta(minutes=10)  # the merge pass compares stories change
 
 
 async def cluster_articles(db: AsyncEngine, article_ids: Sequence[int], cache: ClusteringCache | None = None, *,
-                           pending: int = 0) -> dict[int, int]:  # fmt: skip
+                           pending: int = 0, flush_vocabulary: bool = False) -> dict[int, int]:  # fmt: skip
     """Article id -> story id, for the given articles not yet in a story, and up to `pending` more that are
     understood and waiting (under load, one job then clusters what several enqueued: bigger, cheaper batches).
-    A worker passes its cache (without one, everything is written at once, vocabulary counts included)."""
+    A worker passes its cache (without one, or with `flush_vocabulary`, everything is written at once, vocabulary
+    counts included)."""
     ephemeral = cache is None
     cache = cache or ClusteringCache()
     # ids for the articles asked for come with the lock (one round trip); waiting ones taken along get theirs after.
@@ -36,7 +37,7 @@ async def cluster_articles(db: AsyncEngine, article_ids: Sequence[int], cache: C
         await cache.reserve_more(connection, len(articles))
         state = await cache.catch_up(connection, since=articles[0].at - INGEST_POLICY.window)
         StoryClusterer(INGEST_POLICY).assign_all(state, articles)
-        placed = await cache.save(connection, datetime.now(UTC), flush_vocabulary=ephemeral)
+        placed = await cache.save(connection, datetime.now(UTC), flush_vocabulary=ephemeral or flush_vocabulary)
     count_clustered((a.arrived for a in articles if a.id in placed), datetime.now(UTC))
     return placed
 

@@ -50,10 +50,6 @@ _CHANGED_STORIES = text("""
                                       OR s.article_count = 0)
     ORDER BY s.revision
 """)
-_RESERVE = text("""
-    SELECT nextval('story_revision_seq') AS revision,
-           ARRAY(SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n)) AS ids
-""")
 # The lock is taken first (the CTE is scanned before the revision and ids are drawn), so revisions still follow
 # commit order.
 _LOCK_AND_RESERVE = text("""
@@ -87,7 +83,8 @@ class ClusteringCache:
     @contextlib.asynccontextmanager
     async def locked(self, db: AsyncEngine, *, reserve: int = 0) -> AsyncIterator[AsyncConnection]:
         """A transaction holding the clustering lock; if it fails, this copy starts again. With `reserve`, that many
-        story ids and the save's revision are reserved in the same round trip (as `reserve_ids`)."""
+        story ids and the save's revision are reserved in the same round trip: new stories take ids from the table's
+        sequence, reserved up front, so the clusterer itself never waits."""
         try:
             async with db.begin() as connection:
                 if reserve:
@@ -102,7 +99,7 @@ class ClusteringCache:
 
     async def catch_up(self, connection: AsyncConnection, since: datetime) -> StoryState:
         """Reads what other workers changed since this copy's last save. When the batch's revision, reserved first
-        (`reserve_ids`), directly follows that save's, nobody has written since: every write is stamped with a number
+        (`locked`), directly follows that save's, nobody has written since: every write is stamped with a number
         from the revision sequence, taken under the lock, so there is nothing to read (two round trips saved)."""
         state = self.state
         if self.revision is None or self.saved_revision is None or self.revision != self.saved_revision + 1:
@@ -135,11 +132,6 @@ class ClusteringCache:
                             representative, Counter(row.topic_counts), set(row.languages),
                             [(float(t), str(src)) for t, src in row.recent_arrivals], row.velocity, row.is_breaking,
                             row.breaking_started_at))  # fmt: skip
-
-    async def reserve_ids(self, connection: AsyncConnection, count: int) -> None:
-        """New stories take ids from the table's sequence, reserved up front: the clusterer itself never waits. The
-        save's revision comes in the same round trip (under the lock, so still in commit order)."""
-        self._reserved((await connection.execute(_RESERVE, {"n": max(count, 1)})).one())
 
     async def reserve_more(self, connection: AsyncConnection, count: int) -> None:
         """Ids for up to `count` new stories in all, when a batch proves larger than reserved for (it took waiting

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 BATCH = 500  # articles per job enqueued again
 MOST = 10 * BATCH  # articles enqueued again per sweep: a backlog is taken oldest first, a part at a time
 PAGES_MOST = 1000  # page jobs enqueued again per sweep, newest articles first
-PAGE_QUEUE_MOST = 20_000  # with more page jobs queued than this (a backfill), the sweep of lost ones waits
+PAGES_LOOKED_AT = 5 * PAGES_MOST  # articles without a page looked at per sweep (a backlog queued: most are in hand)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,16 +86,31 @@ def _has_job(source_id: int, claimed_at: datetime, queued: set[JobClaim]) -> boo
 
 async def lost_page_fetches(db: AsyncEngine, redis: Redis, settings: Settings) -> list[int]:
     """Articles stored in the last `article_sweep_hours` (and at least the grace ago) whose page was never sought and
-    has no job queued or running, newest first, `PAGES_MOST` at most. The queue is read before the database: a job
-    that ends in between has stored its outcome by then, and its article is not taken for lost."""
+    has no job queued or running, newest first, `PAGES_MOST` at most, `PAGES_LOOKED_AT` looked at. The database is
+    read first and only those articles are asked of the queue, by name; the ones it has no job for are read again
+    from the database: a job that ended in between has stored its outcome by then, and is not taken for lost."""
     if not (settings.article_text_enabled and settings.article_sweep_hours > 0):
         return []
-    queued = await queued_pages(redis, settings.article_queue_name, most=PAGE_QUEUE_MOST)
-    if queued is None:
-        log.info("sweep: more than %d page jobs queued; lost ones are looked for once they are fewer", PAGE_QUEUE_MOST)
+    now, lost, below = datetime.now(UTC), list[int](), None
+    since, before = (
+        now - timedelta(hours=settings.article_sweep_hours),
+        now - timedelta(seconds=settings.sweep_grace_seconds),
+    )
+    for _ in range(PAGES_LOOKED_AT // PAGES_MOST):
+        async with db.connect() as connection:
+            unsought = await texts.pages_unsought(connection, crawled_since=since, crawled_before=before,
+                                                  below_id=below, limit=PAGES_MOST)  # fmt: skip
+        lost += await _without_job(db, redis, settings, unsought)
+        if len(unsought) < PAGES_MOST or len(lost) >= PAGES_MOST:
+            break
+        below = unsought[-1]
+    return sorted(lost, reverse=True)[:PAGES_MOST]
+
+
+async def _without_job(db: AsyncEngine, redis: Redis, settings: Settings, unsought: list[int]) -> list[int]:
+    """Of these articles, those the queue has no page job for and whose page is still unsought."""
+    queued = await queued_pages(redis, settings.article_queue_name, unsought)
+    if not (jobless := [article_id for article_id in unsought if article_id not in queued]):
         return []
-    now = datetime.now(UTC)
     async with db.connect() as connection:
-        return await texts.pages_unsought(connection, crawled_since=now - timedelta(hours=settings.article_sweep_hours),
-                                          crawled_before=now - timedelta(seconds=settings.sweep_grace_seconds),
-                                          skip=sorted(queued), limit=PAGES_MOST)  # fmt: skip
+        return await texts.pages_unsought(connection, only=jobless, limit=len(jobless))
