@@ -21,7 +21,7 @@ class ArticleText(Base):
             postgresql_using="gin",
             postgresql_where=text("search_language IS NOT NULL"),
         ),
-        # the texts stored before 0027 that search has not indexed yet (migration 0028, app/search/bodies.py)
+        # the texts stored before 0027 that search has not indexed yet (migration 0029, app/search/bodies.py)
         Index("ix_article_texts_unindexed", "article_id", postgresql_where=text("search_language IS NULL")),
     )
 

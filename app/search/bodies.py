@@ -7,7 +7,7 @@ updated), so 100,000 texts are minutes, which the migration would spend holding 
 every migration in one transaction). Here each batch of BATCH texts is a transaction of its own, so readers and ingest
 go on, and a search finds an old article by its body from the moment its batch commits. The worker runs it at its
 start and daily (one worker at a time: an advisory lock), only when some are left: a probe of the partial index of
-unindexed texts (migration 0028), empty once everything is indexed, so a start then costs one index lookup.
+unindexed texts (migration 0029), empty once everything is indexed, so a start then costs one index lookup.
 """
 
 from __future__ import annotations
