@@ -86,7 +86,11 @@ async def prune_hours(db: Executor) -> None:
 # kind -> (table, its key, which rows are due): dead deliveries stay for administrators to see and replay
 _DUE = {
     "notifications": ("notifications", "id", "created_at < :before"),
-    "deliveries": ("deliveries", "id", "created_at < :before AND status IN ('delivered', 'pending', 'failed')"),
+    "deliveries": (
+        "deliveries",
+        "id",
+        "created_at < :before AND status IN ('delivered', 'covered', 'pending', 'failed')",
+    ),
     "fanouts": ("notification_fanouts", "event_id", "status = 'done' AND created_at < :before"),
 }
 PRUNED = tuple(_DUE)  # the kinds of alert rows retention deletes
