@@ -19,7 +19,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.notifications import repository as fanouts
@@ -90,6 +90,8 @@ async def _one_batch(connection: AsyncConnection, row: Any, settings: Settings, 
                 return []
             result = await _batch(connection, row, alert, settings)
     except (SQLAlchemyError, KeyError, TypeError, ValueError) as error:
+        if isinstance(error, DBAPIError) and error.connection_invalidated:
+            raise  # PostgreSQL went away: no failure of the event's; the run fails and the next one takes it up
         reason = f"{type(error).__name__}: {error}"
         wait = retry_wait(row.attempts + 1, settings.notify_backoff_base_seconds, settings.notify_backoff_cap_seconds)
         if await fanouts.mark_failed(connection, row.event_id, reason, max_attempts=settings.notify_max_attempts,
