@@ -98,3 +98,28 @@ async def test_two_senders_at_once_never_send_one_digest_twice(services: Service
     assert mailbox.recipients() == _addresses(readers)
     assert await count(services, "SELECT count(*) FROM deliveries WHERE status = 'delivered'") == readers * 3
     assert await count(services, "SELECT count(DISTINCT attempts) FROM deliveries") == 1  # each leased once
+
+
+async def test_a_server_that_drips_its_replies_is_cut_off_at_the_emails_budget(services: Services,
+                                                                               settings: Settings) -> None:  # fmt: skip
+    """Each byte comes within the SMTP timeout (0.2 s), so no socket operation times out; the email's budget (three
+    timeouts) cuts it off, and the digest waits for a retry."""
+    await _readers(services, 1)
+
+    async def drip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for byte in b"220 drip.example ESMTP " + b"." * 200 + b"\r\n":
+            writer.write(bytes([byte]))
+            await writer.drain()
+            await asyncio.sleep(0.05)
+        writer.close()
+
+    server = await asyncio.start_server(drip, "127.0.0.1", 0)
+    try:
+        mail = mail_settings(settings, server.sockets[0].getsockname()[1], smtp_timeout_seconds=0.2)
+        assert await send_digests(services.engine, mail) == 0
+    finally:
+        server.close()
+    async with services.engine.connect() as connection:
+        rows = (await connection.execute(text("SELECT status, last_error FROM deliveries"))).all()
+    assert [row.status for row in rows] == ["failed", "failed"]
+    assert rows[0].last_error == "TimeoutError: not sent within 0.6 s"

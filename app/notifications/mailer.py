@@ -41,7 +41,7 @@ class Mailer:
                 await self._send_or_resend(message)
         except TimeoutError:
             self._abort()
-            return f"TimeoutError: not sent within {budget(self._settings):.0f} s"
+            return f"TimeoutError: not sent within {budget(self._settings):g} s"
         except (smtplib.SMTPException, OSError) as failure:
             return f"{type(failure).__name__}: {failure}"[:500]
         return None
@@ -64,8 +64,9 @@ class Mailer:
         with self._lock:
             if self._smtp is None or self._sent >= self._settings.smtp_messages_per_connection:
                 self._close(quit=True)
-                self._smtp, self._sent = connect(self._settings), 0
+                self._smtp, self._sent = unconnected(self._settings), 0  # held before connecting: _abort reaches it
                 self.connections += 1
+                greet(self._smtp, self._settings)
             self._smtp.send_message(message)
             self._sent += 1
 
@@ -90,19 +91,18 @@ class Mailer:
         await asyncio.to_thread(self._close, True)
 
 
-def connect(settings: Settings) -> smtplib.SMTP:
-    assert settings.smtp_host
-    timeout, context = settings.smtp_timeout_seconds, ssl.create_default_context()
+def unconnected(settings: Settings) -> smtplib.SMTP:
+    timeout = settings.smtp_timeout_seconds
     if settings.smtp_tls == "tls":
-        smtp: smtplib.SMTP = smtplib.SMTP_SSL(settings.smtp_host, settings.smtp_port, timeout=timeout, context=context)
-    else:
-        smtp = smtplib.SMTP(settings.smtp_host, settings.smtp_port, timeout=timeout)
-    try:
-        if settings.smtp_tls == "starttls":
-            smtp.starttls(context=context)
-        if settings.smtp_username:
-            smtp.login(settings.smtp_username, settings.smtp_password or "")
-    except BaseException:
-        smtp.close()
-        raise
-    return smtp
+        return smtplib.SMTP_SSL(timeout=timeout, context=ssl.create_default_context())
+    return smtplib.SMTP(timeout=timeout)
+
+
+def greet(smtp: smtplib.SMTP, settings: Settings) -> None:
+    """Connects `smtp`, upgrades it to TLS and logs in, as configured. Blocking."""
+    assert settings.smtp_host
+    smtp.connect(settings.smtp_host, settings.smtp_port)
+    if settings.smtp_tls == "starttls":
+        smtp.starttls(context=ssl.create_default_context())
+    if settings.smtp_username:
+        smtp.login(settings.smtp_username, settings.smtp_password or "")
