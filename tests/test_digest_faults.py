@@ -93,6 +93,7 @@ async def test_two_senders_at_once_never_send_one_digest_twice(services: Service
     finally:
         for engine in engines:
             await engine.dispose()
+    print(f"\ntwo senders, {readers} digests: {sent[0]} + {sent[1]} emails")
     assert min(sent) > 0, sent  # both sent
     assert sum(sent) == readers  # and together, each digest once
     assert mailbox.recipients() == _addresses(readers)

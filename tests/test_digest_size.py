@@ -49,6 +49,7 @@ async def test_five_thousand_stories_make_one_digest_of_the_top_fifty(services: 
     assert MORE.findall(body) == ["4,950"]
     assert size <= settings.digest_max_bytes
     await _settled(services, 50)
+    print(f"\ndigest of {STORIES:,} stories: 50 listed, {size:,} bytes (cap {settings.digest_max_bytes:,})")
 
 
 async def test_long_foreign_titles_are_cut_to_the_byte_cap_and_the_rest_counted(services: Services,
@@ -62,3 +63,4 @@ async def test_long_foreign_titles_are_cut_to_the_byte_cap_and_the_rest_counted(
     assert size <= cap
     assert MORE.findall(body) == [f"{STORIES - len(listed):,}"]
     await _settled(services, len(listed))
+    print(f"\ndigest of {STORIES:,} long foreign titles: {len(listed)} listed, {size:,} bytes (cap {cap:,})")
