@@ -10,11 +10,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.caching import SingleFlightCache
 from app.db.engine import create_engine, session_factory
+from app.notifications.router import NotificationRouter
 from app.ratelimit.policies import RateLimits
 from app.realtime.broadcast import Broadcaster
 from app.realtime.catchup import read_missed
 from app.search.service import Search
 from app.settings import Settings
+from app.sharing.keys import SigningKey
 
 
 class RedisNotConfigured(RuntimeError):
@@ -31,6 +33,8 @@ class Services:
     cache: SingleFlightCache
     search: Search
     rate_limits: RateLimits
+    notifications: NotificationRouter  # the live notificationAdded subscriptions of this process
+    share_key: SigningKey
 
     @classmethod
     def open(cls, settings: Settings, *, pre_ping: bool = True) -> Services:
@@ -44,9 +48,11 @@ class Services:
                                   backoff_cap=settings.redis_backoff_max_seconds,
                                   liveness_seconds=settings.broadcast_liveness_seconds)  # fmt: skip
         return cls(settings, engine, sessions, redis, broadcaster, SingleFlightCache(redis),
-                   Search(settings, sessions, redis), RateLimits(redis, settings))  # fmt: skip
+                   Search(settings, sessions, redis), RateLimits(redis, settings),
+                   NotificationRouter(sessions, broadcaster), SigningKey(sessions))  # fmt: skip
 
     async def close(self) -> None:
+        await self.notifications.close()
         await self.broadcaster.close()
         await self.redis.aclose()
         await self.engine.dispose()

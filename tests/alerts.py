@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from typing import Any
 
 from sqlalchemy import text
 
+from app.notifications.live import NOTIFICATION_ADDED
 from app.notifications.models import AlertRules, WebhookEndpoint
 from app.services import Services
 from app.users.models import ApiKey, User
+from tests.conftest import until_listening
 
 
 async def add_reader(services: Services, email: str, **rules: Any) -> int:
@@ -48,6 +51,24 @@ async def add_endpoint(services: Services, user_id: int, url: str) -> tuple[int,
         return endpoint.id, secret
 
 
+async def add_hooked_readers(services: Services, urls: list[str]) -> None:
+    """One reader per URL (default rules), each with an API key and a webhook endpoint there, in one statement."""
+    async with services.engine.begin() as connection:
+        await connection.execute(text("""
+            WITH hooks AS (SELECT url, n FROM unnest(CAST(:urls AS text[])) WITH ORDINALITY AS h(url, n)),
+            readers AS (
+                INSERT INTO users (email, password_hash) SELECT 'hooked' || n || '@example.com', 'x' FROM hooks
+                RETURNING id, email),
+            rules AS (INSERT INTO alert_rules (user_id) SELECT id FROM readers),
+            keys AS (
+                INSERT INTO api_keys (user_id, name, key_hash) SELECT id, 'app', md5(email) || md5(random()::text)
+                FROM readers RETURNING id, user_id)
+            INSERT INTO webhook_endpoints (api_key_id, user_id, url, secret)
+            SELECT k.id, k.user_id, h.url, 'whsec_' || md5(random()::text) FROM keys k
+            JOIN readers r ON r.id = k.user_id JOIN hooks h ON 'hooked' || h.n || '@example.com' = r.email"""),
+            {"urls": urls})  # fmt: skip
+
+
 async def add_breaking_events(services: Services, count: int, topic: str = "world") -> None:
     """`count` breaking events about stories 1..count, as app/stories/velocity.py writes them, in one statement."""
     async with services.engine.begin() as connection:
@@ -63,6 +84,17 @@ async def add_breaking_events(services: Services, count: int, topic: str = "worl
 async def count(services: Services, sql: str, **params: Any) -> int:
     async with services.engine.connect() as connection:
         return int(await connection.scalar(text(sql), params) or 0)
+
+
+async def until_subscribed(services: Services, count: int, seconds: float = 10) -> None:
+    """Until `count` notificationAdded subscriptions of this process know where they start and its router hears
+    the fan-out's announcements: a notification written from then on reaches them."""
+    async with asyncio.timeout(seconds):
+        while True:
+            if services.notifications.subscriptions() >= count:
+                break
+            await asyncio.sleep(0.01)
+    await until_listening(services, NOTIFICATION_ADDED)
 
 
 async def add_digest_entries(services: Services, user_ids: list[int], count: int, *, title: str = "Story") -> None:

@@ -119,7 +119,9 @@ async def services(settings: Settings) -> AsyncIterator[Services]:
         await opened.close()
 
 
-TABLES = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+# All but the share links' signing key: made once per database and held by every process that read it, it outlives
+# each test as it outlives every deploy (app/sharing/keys.py).
+TABLES = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables if t.name != "share_link_keys")
 
 
 @pytest.fixture(autouse=True)

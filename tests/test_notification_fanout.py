@@ -128,6 +128,27 @@ async def test_old_notifications_and_deliveries_go_and_dead_ones_stay(services: 
     assert await count(services, "SELECT count(*) FROM deliveries WHERE status = 'dead'") == 1
 
 
+async def test_an_event_whose_fan_out_keeps_failing_is_retried_then_dead(services: Services,
+                                                                        settings: Settings) -> None:  # fmt: skip
+    quick = settings.model_copy(update={"notify_backoff_base_seconds": 0.01, "notify_backoff_cap_seconds": 0.02,
+                                        "notify_max_attempts": 3})  # fmt: skip
+    await add_reader(services, "poisoned@example.com")
+    async with services.engine.begin() as connection:  # a breaking event that names no story
+        await connection.execute(text("INSERT INTO outbox (topic, dedupe_key, payload) "
+                                      "VALUES ('story.breaking', 'story.breaking:none', '{}')"))  # fmt: skip
+    dead: list[int] = []
+    for _ in range(500):
+        dead += (await fan_out(services.engine, quick)).dead
+        if dead:
+            break
+    async with services.engine.connect() as connection:
+        row = (await connection.execute(text("SELECT event_id, status, attempts, last_error "
+                                             "FROM notification_fanouts"))).one()  # fmt: skip
+    assert (dead, row.status, row.attempts) == ([row.event_id], "dead", 3)
+    assert row.last_error.startswith("KeyError")
+    assert (await fan_out(services.engine, quick)).dead == []  # dead is dead: not taken again
+
+
 async def test_old_hourly_counts_go_on_their_own_schedule_not_with_each_fan_out(
     services: Services, settings: Settings
 ) -> None:

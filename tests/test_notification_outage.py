@@ -16,16 +16,15 @@ import websockets
 from sqlalchemy import text
 
 from app.notifications.fanout import fan_out
-from app.notifications.live import NOTIFICATION_ADDED
 from app.services import Services
 from app.settings import Settings
-from tests.alerts import add_breaking_events
-from tests.conftest import GraphQLClient, document, next_message, serve_api, subscribe_message, until_listening
+from tests.alerts import add_breaking_events, until_subscribed
+from tests.conftest import GraphQLClient, document, next_message, serve_api, subscribe_message
 from tests.newsroom import add_breaking_event, sign_up
 from tests.test_redis_outage import own_redis, services_on
 
 
-async def _subscribe(api_url: str, token: str, after: str | None = None) -> Any:
+async def subscribe_notifications(api_url: str, token: str, after: str | None = None) -> Any:
     ws = await websockets.connect(api_url.replace("http://", "ws://") + "/graphql",
                                   subprotocols=["graphql-transport-ws"])  # type: ignore[list-item]  # fmt: skip
     await ws.send(json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}}))
@@ -34,7 +33,7 @@ async def _subscribe(api_url: str, token: str, after: str | None = None) -> Any:
     return ws
 
 
-async def _next(ws: Any) -> dict[str, Any]:
+async def next_notification(ws: Any) -> dict[str, Any]:
     message = await next_message(ws, seconds=60)
     assert message["type"] == "next", message
     added: dict[str, Any] = message["payload"]["data"]["notificationAdded"]
@@ -45,7 +44,7 @@ def _row(global_id: str) -> int:
     return int(base64.b64decode(global_id).decode().split(":")[1])
 
 
-async def _break(own: Services, story_id: int) -> None:
+async def break_story(own: Services, story_id: int) -> None:
     await add_breaking_event(own, story_id)
     await fan_out(own.engine, own.settings, own.redis)
 
@@ -58,28 +57,28 @@ async def test_notifications_written_while_redis_was_away_reach_the_subscriber_o
             async with httpx.AsyncClient(base_url=api_url, timeout=30) as http:
                 token = await sign_up(GraphQLClient(http))
                 assert (await GraphQLClient(http).as_(token).run("AlertRulesSet", input={}))["alertRulesSet"]
-            live = await _subscribe(api_url, token)
-            await until_listening(own, NOTIFICATION_ADDED)
+            live = await subscribe_notifications(api_url, token)
+            await until_subscribed(own, 1)
             # given one notification pushed live
-            await _break(own, 1)
-            first = await _next(live)
+            await break_story(own, 1)
+            first = await next_notification(live)
             assert first["title"] == "Story 1"
             # when Redis stops and two stories break (their announcements cannot be published)
             server.stop()
-            await _break(own, 2)
-            await _break(own, 3)
+            await break_story(own, 2)
+            await break_story(own, 3)
             server.start()
             # then the live subscriber gets both from the table, in order, once
-            assert [(await _next(live))["title"] for _ in range(2)] == ["Story 2", "Story 3"]
+            assert [(await next_notification(live))["title"] for _ in range(2)] == ["Story 2", "Story 3"]
             # and a subscriber that reconnects after the first one gets those written since, then the live ones
-            resumed = await _subscribe(api_url, token, after=first["id"])
-            assert [(await _next(resumed))["title"] for _ in range(2)] == ["Story 2", "Story 3"]
-            await until_listening(own, NOTIFICATION_ADDED, count=2)
+            resumed = await subscribe_notifications(api_url, token, after=first["id"])
+            assert [(await next_notification(resumed))["title"] for _ in range(2)] == ["Story 2", "Story 3"]
+            await until_subscribed(own, 2)
             for story in (4, 5):
-                await _break(own, story)
+                await break_story(own, story)
             # nothing came twice: the next two of each are the two new ones
-            assert [(await _next(live))["title"] for _ in range(2)] == ["Story 4", "Story 5"]
-            assert [(await _next(resumed))["title"] for _ in range(2)] == ["Story 4", "Story 5"]
+            assert [(await next_notification(live))["title"] for _ in range(2)] == ["Story 4", "Story 5"]
+            assert [(await next_notification(resumed))["title"] for _ in range(2)] == ["Story 4", "Story 5"]
             await live.close()
             await resumed.close()
 
@@ -94,16 +93,16 @@ async def test_resuming_after_someone_elses_notification_or_a_story_is_refused(
     await add_breaking_event(services, 1)
     await fan_out(services.engine, settings, services.redis)
     alices = (await gql.as_(alice).run("Notifications", first=1))["notifications"]["edges"][0]["node"]["id"]
-    wrong = await _subscribe(api_url, bob, after="U3Rvcnk6MQ==")  # Story:1
+    wrong = await subscribe_notifications(api_url, bob, after="U3Rvcnk6MQ==")  # Story:1
     message = await next_message(wrong, seconds=30)
     assert [e["extensions"]["code"] for e in message["payload"]["errors"]] == ["BAD_USER_INPUT"]
     await wrong.close()
     # an id is only a position: Bob resuming after Alice's notification gets his own newer ones, never hers
-    bobs = await _subscribe(api_url, bob, after=alices)
-    await until_listening(services, NOTIFICATION_ADDED)
+    bobs = await subscribe_notifications(api_url, bob, after=alices)
+    await until_subscribed(services, 1)
     await add_breaking_event(services, 2)
     await fan_out(services.engine, settings, services.redis)
-    first, second = await _next(bobs), await _next(bobs)
+    first, second = await next_notification(bobs), await next_notification(bobs)
     assert [first["title"], second["title"]] == ["Story 1", "Story 2"]
     async with services.engine.connect() as connection:
         owners = await connection.scalars(text("SELECT user_id FROM notifications WHERE id = ANY(:ids)"),
@@ -122,15 +121,15 @@ async def test_a_flood_written_during_an_outage_arrives_whole_in_order(
                 token = await sign_up(GraphQLClient(http))
                 rules = {"capPerHour": 1000}
                 assert (await GraphQLClient(http).as_(token).run("AlertRulesSet", input=rules))["alertRulesSet"]
-            live = await _subscribe(api_url, token)
-            await until_listening(own, NOTIFICATION_ADDED)
+            live = await subscribe_notifications(api_url, token)
+            await until_subscribed(own, 1)
             server.stop()
             await add_breaking_events(own, flood)
             while (await fan_out(own.engine, own.settings, own.redis)).batches:
                 pass
             server.start()
-            titles = [(await _next(live))["title"] for _ in range(flood)]
+            titles = [(await next_notification(live))["title"] for _ in range(flood)]
             assert titles == [f"Story {n}" for n in range(1, flood + 1)]
-            await _break(own, 10_000)  # the next is the live one: nothing of the flood came twice
-            assert (await _next(live))["title"] == "Story 10000"
+            await break_story(own, 10_000)  # the next is the live one: nothing of the flood came twice
+            assert (await next_notification(live))["title"] == "Story 10000"
             await live.close()

@@ -1,4 +1,4 @@
-"""Webhook signatures and retry waits: pure functions, and the standalone verification script agrees with them."""
+"""Webhook signatures and back-off: pure functions, and the standalone verification script agrees with them."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.notifications.backoff import retry_wait
 from app.notifications.signing import sign, verify
+from app.resilience.backoff import Backoff, RetryPolicy, ceiling, retry_wait
 from bench.webhook_receiver import verify_webhook
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "verify_webhook.py"
@@ -53,3 +53,22 @@ def test_full_jitter_spreads_retries() -> None:
     rng = random.Random(7)
     waits = [retry_wait(5, 2.0, 1800.0, rng=rng) for _ in range(1000)]
     assert max(waits) > 16 > min(waits)  # spread over (0, 32], not all at one instant
+
+
+@given(st.integers(min_value=1, max_value=12), st.integers(min_value=1, max_value=12))
+def test_a_failure_is_retried_until_the_last_attempt_then_dead(max_attempts: int, attempt: int) -> None:
+    policy = RetryPolicy(max_attempts, 2.0, 1800.0)
+    status, wait = policy.settle(attempt, True)
+    assert status == ("dead" if attempt >= max_attempts else "failed")
+    assert 0 <= wait <= (0 if status == "dead" else ceiling(attempt, 2.0, 1800.0))
+    assert policy.settle(attempt, True, permanent=True) == ("dead", 0.0)  # a refused address is never retried
+    assert policy.settle(attempt, False) == ("delivered", 0.0)
+
+
+def test_a_loop_backs_off_doubling_to_its_cap_and_starts_over_after_a_success() -> None:
+    backoff = Backoff(first=0.1, cap=5.0)
+    waits = [backoff.next_wait() for _ in range(40)]
+    assert 0.075 <= waits[0] <= 0.1 < waits[2]
+    assert all(3.75 <= w <= 5.0 for w in waits[8:])
+    backoff.reset()
+    assert backoff.next_wait() <= 0.1

@@ -12,10 +12,10 @@ import pytest
 import websockets
 
 from app.notifications.fanout import fan_out
-from app.notifications.live import NOTIFICATION_ADDED
 from app.services import Services
 from app.settings import Settings
-from tests.conftest import GraphQLClient, document, subscribe_message, until_listening
+from tests.alerts import until_subscribed
+from tests.conftest import GraphQLClient, document, subscribe_message
 from tests.newsroom import StorySpec, add_breaking_event, add_source, add_story, administrator, global_id, sign_up
 
 RULES = {"topics": ["POLITICS"], "languages": ["en"], "timeZone": "Europe/Paris", "quietStart": 1320,
@@ -35,8 +35,8 @@ async def test_rules_are_checked_and_stored(gql: GraphQLClient) -> None:
         refused = (await reader.run("AlertRulesSet", input=RULES | bad))["alertRulesSet"]
         assert refused["rules"] is None
         assert [(e["code"], e["field"]) for e in refused["errors"]] == [("INVALID", field)], bad
-    hostile = await reader.post(document("AlertRulesSet"), {"input": RULES | {"languages": ["x" * 10_000]}})
-    assert hostile["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    hostile = (await reader.run("AlertRulesSet", input=RULES | {"languages": ["x" * 10_000]}))["alertRulesSet"]
+    assert [(e["code"], e["field"]) for e in hostile["errors"]] == [("INVALID", "languages")]
     anonymous = await gql.post(document("AlertRulesSet"), {"input": RULES})
     assert anonymous["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
 
@@ -77,7 +77,7 @@ async def test_a_notification_arrives_live_over_the_websocket(api_url: str, gql:
         await ws.send(json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
         await ws.send(subscribe_message("1", document("NotificationAdded")))
-        await until_listening(services, NOTIFICATION_ADDED)
+        await until_subscribed(services, 1)
         await add_breaking_event(services, 6, ["politics"], ["en"])  # not one of this reader's topics
         await add_breaking_event(services, 7, ["science"], ["en"])
         await fan_out(services.engine, settings, services.redis)
@@ -128,6 +128,11 @@ async def test_dead_deliveries_are_for_administrators(gql: GraphQLClient, servic
     assert replay["errors"][0]["extensions"]["code"] == "FORBIDDEN"
     admin = await administrator(gql, services)
     assert (await admin.run("DeadDeliveries", first=10))["deadDeliveries"] == []
+    for wrong in ("x1", "-1", "9" * 19, "U3Rvcnk6MQ=="):
+        refused = await admin.post(document("DeadDeliveries"), {"first": 10, "afterId": wrong})
+        assert [(e["extensions"]["code"], e["message"]) for e in refused["errors"]] == [
+            ("BAD_USER_INPUT", "afterId: a delivery id from this list")
+        ]
     assert (await admin.run("DeliveriesReplay", ids=["1"]))["deliveriesReplay"]["replayed"] == []
 
 

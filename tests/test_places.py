@@ -20,6 +20,7 @@ from app.services import Services
 from app.settings import Settings
 from app.sources.opml import read_opml
 from app.sources.service import SourceRequest, create_source
+from app.trending.service import trending_page
 from app.trending.store import record_arrivals
 from app.trending.windows import TrendingWindow
 from tests.conftest import GraphQLClient, statements_per_page
@@ -74,9 +75,9 @@ async def test_administrators_set_an_outlets_group_and_inference_never_replaces_
     await admin.run("SourceUpdate", id=bbc, input={"siteUrl": "https://www.rte.ie/"})
     assert (await _outlet(gql, outlets["BBC News"]))["country"] == "IE"
     refused = (await admin.run("SourceUpdate", id=source_id, input={"country": "UK"}))["sourceUpdate"]
-    assert [(e["code"], e["field"]) for e in refused["errors"]] == [("INVALID", "country")]
+    assert [(e["code"], e["field"]) for e in refused["errors"]] == [("INVALID_REGION", "country")]
     hostile = (await admin.run("SourceUpdate", id=source_id, input={"country": "🇩🇪" * 50_000}))["sourceUpdate"]
-    assert [(e["code"], e["field"]) for e in hostile["errors"]] == [("INVALID", "country")]
+    assert [(e["code"], e["field"]) for e in hostile["errors"]] == [("INVALID_REGION", "country")]
     back = (await admin.run("SourceUpdate", id=source_id, input={"country": ""}))["sourceUpdate"]["source"]
     assert (back["country"], back["outletInferred"]) == ("AT", True)  # handed back: inferred from the new site
     monkeypatch.setattr(services.settings, "open_source_admin", True)  # anyone manages sources; not outlets
@@ -199,6 +200,24 @@ async def test_trending_of_a_region_keeps_its_stories(
     spanish = (await gql.run("Trending", first=10, region="es"))["trending"]
     assert [t["story"]["id"] for t in spanish] == [global_id("Story", stories["valencia"])]
     await services.cache.delete(cache_key(TrendingWindow.HOUR, "FR"))
+
+
+async def test_the_trending_service_hands_a_finished_page_of_a_regions_stories(
+    services: Services, settings: Settings
+) -> None:
+    # given the five stories trending, Leeds's most (5 arrivals) down to Valencia's least (1)
+    stories = await _newsroom(services, settings)
+    arrivals = dict(zip(("leeds", "berlin", "california", "paris", "valencia"), range(5, 0, -1), strict=True))
+    now = datetime.now(UTC)
+    await record_arrivals(services.redis, {stories[key] * 10 + n: stories[key] for key, many in arrivals.items()
+                                           for n in range(many)}, now)  # fmt: skip
+    # when the service is asked for pages, then they hold the region's stories only (about it or covered from it),
+    # best first, cut to the size asked
+    async with services.db() as session:
+        british = await trending_page(session, services.redis, TrendingWindow.HOUR, "GB", 2, now)
+        everywhere = await trending_page(session, services.redis, TrendingWindow.HOUR, None, 10, now)
+    assert [t.story_id for t in british] == [stories["leeds"], stories["berlin"]]
+    assert [(t.story_id, t.arrivals) for t in everywhere] == [(stories[k], many) for k, many in arrivals.items()]
 
 
 async def test_a_home_region_leads_a_new_readers_feed_then_lifts_local_stories(

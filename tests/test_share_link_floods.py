@@ -19,21 +19,16 @@ from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings
 from app.sharing import codes
+from app.sharing.keys import SigningKey
 from app.sharing.redirects import Outcome, ShareRedirects
-from app.sharing.repository import signing_key
 from app.sharing.service import MAX_DAYS
 from app.sharing.visits import OTHER, is_preview, referrer_host, visit_of
-from tests.conftest import GraphQLClient, count_queries
+from tests.conftest import GraphQLClient, count_queries, document
 from tests.newsroom import PASSWORD, StorySpec, add_source, add_story, global_id, log_in, sign_up
 
 BROWSER = "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_6) AppleWebKit/605.1.15 (KHTML, like Gecko) Safari/605.1.15"
 FLOOD = 3000
 FULL_WIDTH = "".join(chr(0xFF21 + k) for k in range(16))  # full-width A to P: letters to `str.isalnum`, not ASCII
-
-
-@pytest.fixture(autouse=True)
-def fresh_signing_key() -> None:
-    ShareRedirects.forget_keys()
 
 
 @pytest.fixture
@@ -106,16 +101,18 @@ async def test_one_visitor_hammering_a_real_link_with_made_up_referrers_counts_o
     assert list(pending.values()) == [b"1"]  # the first visit; the rest were the same reader that day
 
 
-async def test_hostile_share_link_queries_are_answered_not_failed(
+async def test_hostile_share_link_queries_are_answered_or_refused_with_a_typed_error(
     gql: GraphQLClient, services: Services, settings: Settings
 ) -> None:
     code, _ = await shared_link(gql, services, settings)
     reader = gql.as_(await log_in_token(gql))
     for hostile in ("A" * 10_000, quote(FULL_WIDTH), "", code.lower()):
         assert (await reader.run("ShareLink", code=hostile))["shareLink"] is None
-    for days in (-5, 0, 10**9):
-        clicks = (await reader.run("ShareLink", code=code, days=days))["shareLink"]["clicks"]
-        assert 1 <= len(clicks["byDay"]) <= MAX_DAYS
+    for days in (-5, 0, MAX_DAYS + 1, 10**9):  # a span past the documented one is refused, typed
+        body = await reader.post(document("ShareLink"), {"code": code, "days": days})
+        assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT", body
+    for days in (1, MAX_DAYS):
+        assert len((await reader.run("ShareLink", code=code, days=days))["shareLink"]["clicks"]["byDay"]) == days
 
 
 async def test_codes_we_signed_but_do_not_hold_are_looked_up_once_each(
@@ -123,8 +120,7 @@ async def test_codes_we_signed_but_do_not_hold_are_looked_up_once_each(
 ) -> None:
     """A deleted link's code passes the signature: its absence is cached, one key per code ever issued."""
     await shared_link(gql, services, settings)
-    async with services.db.begin() as session:
-        key = await signing_key(session, codes.new_key())
+    key = await services.share_key.read()
     orphans = [codes.mint(key) for _ in range(40)]
     keys_before = len(await share_keys_of(services))
     with count_queries(services) as statements:
@@ -169,8 +165,8 @@ async def test_without_redis_a_link_is_followed_from_postgresql_uncounted(
     code, url = await shared_link(gql, services, settings)
     dead = Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_connect_timeout=0.5)
     try:
-        followed = await ShareRedirects(services.db, dead, settings).follow(code, visit_of("GET", BROWSER, None, None,
-                                                                                          "198.51.100.7"))  # fmt: skip
+        redirects = ShareRedirects(services.db, dead, settings, services.share_key)
+        followed = await redirects.follow(code, visit_of("GET", BROWSER, None, None, "198.51.100.7"))
     finally:
         await dead.aclose()
     assert followed.outcome is Outcome.FOUND
@@ -183,23 +179,21 @@ async def test_without_postgresql_an_uncached_link_is_unavailable_not_an_error(
     code, url = await shared_link(gql, services, settings)
     visit = visit_of("GET", BROWSER, None, None, "198.51.100.8")
     engine = create_async_engine(f"postgresql+asyncpg://newsagg@127.0.0.1:{free_port()}/none")
+    gone = session_factory(engine)
     try:
-        gone_database = ShareRedirects(session_factory(engine), services.redis, settings)
-        assert (await gone_database.follow(code, visit)).outcome is Outcome.UNAVAILABLE  # the key cannot be read
-        warm = ShareRedirects(services.db, services.redis, settings)
+        cold = ShareRedirects(gone, services.redis, settings, SigningKey(gone))
+        assert (await cold.follow(code, visit)).outcome is Outcome.UNAVAILABLE  # the key cannot be read
+        warm = ShareRedirects(services.db, services.redis, settings, services.share_key)
         assert (await warm.follow(code, visit)).outcome is Outcome.FOUND  # its destination is in Redis now
-        gone_database._key = await _key_of(services)  # as in a process that read the key before the database went
-        followed = await gone_database.follow(code, visit)  # cached: no database needed
+        # a process that read the key before the database went: a cached destination needs no database
+        gone_database = ShareRedirects(gone, services.redis, settings, services.share_key)
+        followed = await gone_database.follow(code, visit)
         assert followed.outcome is Outcome.FOUND
         assert followed.url == url
-        assert (await gone_database.follow(codes.mint(gone_database._key), visit)).outcome is Outcome.UNAVAILABLE
+        not_cached = codes.mint(await services.share_key.read())
+        assert (await gone_database.follow(not_cached, visit)).outcome is Outcome.UNAVAILABLE
     finally:
         await engine.dispose()
-
-
-async def _key_of(services: Services) -> bytes:
-    async with services.db.begin() as session:
-        return await signing_key(session, codes.new_key())
 
 
 def test_a_code_verifies_only_with_its_key_and_its_exact_characters() -> None:

@@ -19,7 +19,6 @@ from app.settings import Settings
 from app.sharing.counters import PREFIX
 from app.sharing.eviction import evict_changed
 from app.sharing.models import ShareLinkEviction
-from app.sharing.redirects import ShareRedirects
 from app.sources.service import SourceRequest, create_source
 from app.stories.models import StoryCluster
 from app.stories.repair import delete_articles
@@ -31,11 +30,6 @@ from tests.conftest import GraphQLClient, count_queries
 from tests.newsroom import StorySpec, add_source, add_story, global_id, sign_up, two_stories_of_one_event
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"
-
-
-@pytest.fixture(autouse=True)
-def fresh_signing_key() -> None:
-    ShareRedirects.forget_keys()
 
 
 @pytest.fixture

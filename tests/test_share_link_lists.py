@@ -10,22 +10,20 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import insert, select, text
 
 from app.services import Services
 from app.settings import Settings
-from app.sharing.models import ShareLink, ShareLinkDay
-from app.sharing.redirects import ShareRedirects
+from app.sharing import codes
+from app.sharing.models import ShareLink, ShareLinkDay, ShareTargetKind
+from app.sharing.service import MAX_DAYS
+from app.users.models import User
 from jobs.sharing import flush_share_clicks_job
-from tests.conftest import GraphQLClient, document, statements_per_page
+from tests.conftest import GraphQLClient, count_queries, document, statements_per_page
 from tests.newsroom import StorySpec, add_source, add_story, global_id, sign_up
+from tests.test_redis_outage import stored_articles
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0"
-
-
-@pytest.fixture(autouse=True)
-def fresh_signing_key() -> None:
-    ShareRedirects.forget_keys()
 
 
 @pytest.fixture
@@ -104,3 +102,57 @@ async def test_a_page_of_links_costs_the_same_statements_whatever_its_size(
     query = document("MyShareLinks").replace("$first: Int = 20", "$n: Int").replace("first: $first", "first: $n")
     counts = await statements_per_page(reader, services, query, [2, 7])  # a story and articles in each
     assert counts[0] == counts[1], counts
+
+
+FULL_PAGE_CLICKS = """
+        clicks(days: $days) {
+          total
+          previews
+          byDay { day clicks previews }
+          byReferrer { host clicks }
+        }
+        totalClicks"""
+
+
+async def a_hundred_links_with_a_year_of_clicks(gql: GraphQLClient, services: Services,
+                                                settings: Settings) -> GraphQLClient:  # fmt: skip
+    """A reader with `page_size_max` links, each clicked every day of the last MAX_DAYS from three sites."""
+    reader = gql.as_(await sign_up(gql))
+    _, articles = await stored_articles(services, settings, settings.page_size_max)
+    key = await services.share_key.read()
+    async with services.db.begin() as session:
+        creator = await session.scalar(select(User.id).where(User.email == "reader@example.com"))
+        rows = [{"code": codes.mint(key), "creator_id": creator, "article_id": a,
+                 "target_kind": ShareTargetKind.ARTICLE} for a in articles]  # fmt: skip
+        await session.execute(insert(ShareLink), rows)
+        await session.execute(text("""
+            INSERT INTO share_link_days (link_id, day, referrer_host, clicks, previews)
+            SELECT l.id, current_date - back, 'site' || s || '.example', 1, 2
+              FROM share_links l, generate_series(0, :span - 1) back, generate_series(1, 3) s
+        """), {"span": MAX_DAYS})  # fmt: skip
+    return reader
+
+
+async def test_a_year_of_clicks_for_many_links_is_priced_by_its_days_and_read_in_one_statement(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    reader = await a_hundred_links_with_a_year_of_clicks(gql, services, settings)
+    query = (document("MyShareLinks").replace("$first: Int = 20", "$n: Int, $days: Int = 366")
+             .replace("first: $first", "first: $n").replace("\n          totalClicks", FULL_PAGE_CLICKS))  # fmt: skip
+    # a full page of links with a year each is 36,700 nodes: refused, typed, before anything is read
+    with count_queries(services) as statements:
+        body = await reader.post(query, {"n": settings.page_size_max})
+    assert body["errors"][0]["extensions"]["code"] == "QUERY_TOO_COMPLEX", body
+    assert not any("share_link_days" in statement for statement in statements)
+    # half of it is answered whole, in as many statements as two links take
+    half = settings.page_size_max // 2
+    small, large = await statements_per_page(reader, services, query, [2, half])
+    assert small == large
+    edges = (await reader.post(query, {"n": half}))["data"]["viewer"]["shareLinks"]["edges"]
+    assert len(edges) == half
+    for clicks in (edge["node"]["clicks"] for edge in edges):
+        assert (clicks["total"], clicks["previews"], len(clicks["byDay"])) == (3 * MAX_DAYS, 6 * MAX_DAYS, MAX_DAYS)
+        assert clicks["byReferrer"] == [{"host": f"site{s}.example", "clicks": MAX_DAYS} for s in (1, 2, 3)]
+    # and a longer span than a year is refused, typed
+    body = await reader.post(query, {"n": 2, "days": MAX_DAYS + 1})
+    assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT", body

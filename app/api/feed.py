@@ -17,7 +17,7 @@ from strawberry import relay
 from app.api import auth
 from app.api.context import Info
 from app.api.errors import BadRequest, bad_cursor
-from app.api.filters import language_codes, region_code
+from app.api.filters import language_codes
 from app.api.relay import after_time_key, build_connection, decode_cursor, encode_cursor, page_size
 from app.api.response_cache import FEED_VERSION, limit_max_age
 from app.api.types.article import ArticleNode
@@ -29,6 +29,7 @@ from app.db import rows
 from app.feed import service as feeds
 from app.feed import snapshots
 from app.feed.ranking import COVERAGE_SHARE, FULL_COVERAGE, FreshnessClass
+from app.places.countries import checked_country
 from app.sources.models import Source
 from app.stories import repository as stories
 from app.stories.models import StoryCluster
@@ -192,7 +193,7 @@ def _languages(languages: list[str] | None) -> tuple[str, ...]:
 async def feed(info: Info, first: int | None = None, after: str | None = None, languages: list[str] | None = None,
                region: str | None = None) -> FeedConnection:  # fmt: skip
     size = page_size(first, info.context.services.settings)
-    chosen = region_code(region)
+    chosen = None if region is None else checked_country(region)
     user = await auth.viewer(info)
     scope = feeds.FeedScope(user.id if user else None, _languages(languages), region=chosen)
     snapshot, offset = await _snapshot(info, scope, after)

@@ -1,13 +1,12 @@
-"""Filter arguments shared by queries, subscriptions and mutations: language codes, topics and regions, checked
-once."""
+"""Filter arguments shared by queries, subscriptions and mutations: language codes and topics, checked once (a region
+is app/places/countries.py's to check)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from app.api.errors import BadRequest, bad_argument
-from app.places.outlets import checked_country
+from app.api.errors import bad_argument
 from app.text.language_codes import checked_languages
 from app.topics.keywords import TOPICS, Topic
 
@@ -28,15 +27,3 @@ def topic_values(topics: Iterable[Any] | None) -> list[str]:
 def topics_of(stored: Iterable[str]) -> list[Topic]:
     """Stored topic names as the GraphQL enum (a name this version does not know is left out)."""
     return [Topic(t) for t in stored if t in TOPICS]
-
-
-def region_code(region: str | None) -> str | None:
-    """A region argument: an ISO 3166-1 alpha-2 country code, upper-cased ("de" -> "DE"); INVALID_REGION otherwise."""
-    if region is None:
-        return None
-    try:
-        return checked_country(region[:16])
-    except ValueError:
-        raise BadRequest(
-            "INVALID_REGION", f'region: {region[:16]!r} is not an ISO 3166-1 alpha-2 country code such as "DE" or "GB"'
-        ) from None

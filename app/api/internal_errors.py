@@ -14,6 +14,7 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types.execution import StreamExecutionResult
 
 from app.observability.request_id import bound, current
+from app.places.countries import InvalidRegion
 from graphql import GraphQLError
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,8 @@ INTERNAL = "INTERNAL_SERVER_ERROR"
 MESSAGE = "Internal server error"
 # Raised out of the operation on purpose: the HTTP view answers them itself (400 or 405, a message of its own).
 TRANSPORT_ERRORS = (MissingQueryError, CannotGetOperationTypeError, InvalidOperationTypeError)
+# Domain errors a query may raise as they are, and their codes (a mutation answers them in its payload instead)
+DOMAIN_CODES: dict[type[object], str] = {InvalidRegion: "INVALID_REGION"}
 
 
 def is_client_error(error: GraphQLError) -> bool:
@@ -30,7 +33,7 @@ def is_client_error(error: GraphQLError) -> bool:
     if error.extensions and "code" in error.extensions:
         return True
     original = error.original_error
-    return original is None or isinstance(original, GraphQLError | GlobalIDValueError)
+    return original is None or isinstance(original, (GraphQLError, GlobalIDValueError, *DOMAIN_CODES))
 
 
 def internal(error: GraphQLError) -> GraphQLError:
@@ -81,8 +84,10 @@ class InternalErrors(SchemaExtension):
 
 
 def coded(error: GraphQLError) -> GraphQLError:
-    """`error` with BAD_USER_INPUT when it names no code: once execution started, what is not ours is the client's."""
+    """`error` with its domain error's code, else BAD_USER_INPUT when it names none: once execution started, what is
+    not ours is the client's."""
     if error.extensions and "code" in error.extensions:
         return error
+    code = DOMAIN_CODES.get(type(error.original_error), "BAD_USER_INPUT")
     return GraphQLError(error.message, error.nodes, error.source, error.positions, error.path,
-                        extensions={**(error.extensions or {}), "code": "BAD_USER_INPUT"})  # fmt: skip
+                        extensions={**(error.extensions or {}), "code": code})  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -21,6 +22,7 @@ from app.places.perspectives import StoryPerspectives
 from app.places.repository import PlaceMention
 from app.places.service import perspectives
 from app.sharing import repository as share_links
+from app.sharing.service import LinkClicks, clicks_of_links
 from app.sources import repository as sources
 from app.sources.models import CrawlSchedule, Source
 from app.stories import repository as stories
@@ -63,6 +65,7 @@ class Loaders:
     perspectives_by_story: DataLoader[int, StoryPerspectives]
     text_by_article: DataLoader[int, ArticleText | None]
     share_clicks_by_link: DataLoader[int, int]  # every click a share link has had
+    share_link_days_by_link: DataLoader[tuple[int, int], LinkClicks]  # (link id, days): its last days' clicks
 
     @classmethod
     def for_event(cls, db: async_sessionmaker[AsyncSession], event: dict[str, Any]) -> Loaders:
@@ -91,6 +94,7 @@ class Loaders:
             perspectives_by_story=_perspectives(db),
             text_by_article=_by_key(db, texts.texts_of_articles, lambda t: t.article_id),
             share_clicks_by_link=_share_clicks(db),
+            share_link_days_by_link=_share_link_days(db),
         )
 
 
@@ -111,6 +115,19 @@ def _share_clicks(db: async_sessionmaker[AsyncSession]) -> DataLoader[int, int]:
         async with db() as session:
             totals = await share_links.total_clicks(session, ids)
         return [totals.get(i, 0) for i in ids]
+
+    return DataLoader(load_fn=load)
+
+
+def _share_link_days(db: async_sessionmaker[AsyncSession]) -> DataLoader[tuple[int, int], LinkClicks]:
+    async def load(keys: list[tuple[int, int]]) -> list[LinkClicks]:
+        today = datetime.now(UTC).date()
+        found: dict[tuple[int, int], LinkClicks] = {}
+        async with db() as session:
+            for days in sorted({days for _, days in keys}):  # one statement per span the document asks for
+                links = [link for link, asked in keys if asked == days]
+                found |= {(link, days): c for link, c in (await clicks_of_links(session, links, days, today)).items()}
+        return [found[key] for key in keys]
 
     return DataLoader(load_fn=load)
 

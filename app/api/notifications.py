@@ -10,18 +10,12 @@ from strawberry import relay
 
 from app.api.auth import require_viewer
 from app.api.context import Info
-from app.api.errors import BadRequest
+from app.api.errors import BadRequest, bad_argument
 from app.api.relay import after_id_key, build_connection, id_of, page_size
-from app.api.types.notification import (
-    AlertPriority,
-    AlertRulesInfo,
-    DeliveryAttemptInfo,
-    DeliveryInfo,
-    NotificationNode,
-    WebhookEndpointInfo,
-)
-from app.notifications import delivery_repository as deliveries
+from app.api.types.notification import AlertRulesInfo, DeliveryInfo, NotificationNode, WebhookEndpointInfo
 from app.notifications import inbox, live
+from app.notifications.dead_deliveries import dead_page
+from app.notifications.errors import AlertRejected
 from app.notifications.rules import rules_of
 
 NOTIFICATION_CURSOR = "notification"
@@ -66,21 +60,12 @@ async def dead_deliveries(info: Info, first: int | None = None,
                           after_id: strawberry.ID | None = None) -> list[DeliveryInfo]:  # fmt: skip
     await require_admin(info)
     size = page_size(first, info.context.services.settings)
-    after = int(after_id) if after_id is not None and str(after_id).isdigit() and len(after_id) < 19 else None
-    if after_id is not None and after is None:
-        raise BadRequest("BAD_USER_INPUT", "afterId: a delivery id from this list")
-    async with info.context.services.db() as session:
-        rows = await deliveries.dead(session, after=after, limit=size)
-        logs = await deliveries.log_of(session, [r.id for r in rows])
-    by_delivery: dict[int, list[DeliveryAttemptInfo]] = {}
-    for line in logs:
-        by_delivery.setdefault(line.delivery_id, []).append(DeliveryAttemptInfo(
-            at=line.at, attempt=line.attempt, outcome=line.outcome, status_code=line.status_code, error=line.error,
-            duration_ms=line.duration_ms))  # fmt: skip
-    return [DeliveryInfo(id=strawberry.ID(str(d.id)), idempotency_key=d.idempotency_key, channel=d.channel,
-                         priority=AlertPriority(d.priority), status=d.status, attempts=d.attempts,
-                         next_attempt_at=d.next_attempt_at, last_error=d.last_error, created_at=d.created_at,
-                         log=by_delivery.get(d.id, [])) for d in rows]  # fmt: skip
+    try:
+        async with info.context.services.db() as session:
+            page = await dead_page(session, None if after_id is None else str(after_id), size)
+    except AlertRejected as error:
+        raise bad_argument(str(error)) from error
+    return [DeliveryInfo.from_dead(dead) for dead in page]
 
 
 async def new_notifications(info: Info, after: relay.GlobalID | None) -> AsyncGenerator[NotificationNode, None]:
@@ -88,5 +73,5 @@ async def new_notifications(info: Info, after: relay.GlobalID | None) -> AsyncGe
     user = await require_viewer(info)
     resumed = id_of(after, "Notification", "after") if after is not None else None
     services = info.context.services
-    async for row in live.new_notifications(services.db, services.broadcaster, user.id, after=resumed):
+    async for row in live.new_notifications(services.notifications, user.id, after=resumed):
         yield NotificationNode.from_model(row)

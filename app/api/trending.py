@@ -13,18 +13,17 @@ import strawberry
 
 from app.api.context import Info
 from app.api.errors import BadRequest
-from app.api.filters import region_code
 from app.api.relay import page_size
 from app.api.types.story import StoryNode
-from app.places import repository as places
+from app.places.countries import checked_country
 from app.stories.models import StoryCluster
-from app.trending.store import Trend, TrendingUnavailable, fold_merged, ranking
+from app.trending.service import trending_page
+from app.trending.store import Trend, TrendingUnavailable, fold_merged
 from app.trending.windows import TrendingWindow
 
 log = logging.getLogger(__name__)
 
 CACHE_SECONDS = 30.0  # DESIGN §4: trending is cached 30 s
-READ_FROM_REDIS = 500  # stories read per computation: room for merged ids to fold into the stories they joined
 
 TrendingWindowEnum = strawberry.enum(
     TrendingWindow, name="TrendingWindow", description="How far back trending looks (recent activity weighs more)."
@@ -61,10 +60,13 @@ async def trending_stories(
     ] = None,
 ) -> list[TrendingStory]:
     size = page_size(first, info.context.services.settings)
-    chosen, country = TrendingWindow(window), region_code(region)
+    chosen, country = TrendingWindow(window), None if region is None else checked_country(region)
 
     async def compute() -> str:
-        ranked = await _ranked(info, chosen, country)
+        services = info.context.services
+        async with services.db() as session:
+            ranked = await trending_page(session, services.redis, chosen, country, services.settings.page_size_max,
+                                         datetime.now(UTC))  # fmt: skip
         return json.dumps([[t.story_id, t.score, t.arrivals, t.engagement] for t in ranked])
 
     try:
@@ -75,19 +77,6 @@ async def trending_stories(
     trends = await _resolved(info, [Trend(*row) for row in json.loads(cached)])  # stories merged since: folded too
     return [TrendingStory(story=StoryNode.from_model(story), score=trend.score, arrivals=trend.arrivals,
                           engagement=trend.engagement) for story, trend in trends[:size]]  # fmt: skip
-
-
-async def _ranked(info: Info, window: TrendingWindow, region: str | None) -> list[Trend]:
-    """The best `page_size_max` stories as they are now (of the region, when one is given), merged ids counted
-    towards the stories they joined."""
-    services = info.context.services
-    trends = [trend for _, trend in await _resolved(info, await ranking(services.redis, window.span, datetime.now(UTC),
-                                                                         limit=READ_FROM_REDIS))]  # fmt: skip
-    if region is not None:
-        async with services.db() as session:
-            local = await places.local_stories(session, region, [t.story_id for t in trends])
-        trends = [t for t in trends if t.story_id in local]
-    return trends[: services.settings.page_size_max]
 
 
 async def _resolved(info: Info, trends: Sequence[Trend]) -> list[tuple[StoryCluster, Trend]]:

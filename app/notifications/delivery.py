@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,6 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.notifications import delivery_repository as deliveries
-from app.notifications.backoff import retry_wait
 from app.notifications.webhooks import Outcome, body_of, post
 from app.observability.alerts import count_deliveries
 from app.settings import Settings
@@ -40,8 +40,15 @@ async def deliver_webhooks(engine: AsyncEngine, client: httpx.AsyncClient, setti
     return report
 
 
+def lease_seconds(settings: Settings) -> float:
+    """How long a round holds its deliveries: every POST ends within the timeout and at most `webhook_concurrency`
+    are in flight, so a full round posts within ceil(CLAIM / concurrency) timeouts; four more are for recording.
+    A worker that dies (or loses PostgreSQL) mid-round leaves its deliveries to be taken again after that."""
+    return settings.webhook_timeout_seconds * (math.ceil(CLAIM / settings.webhook_concurrency) + 4)
+
+
 async def _round(engine: AsyncEngine, client: httpx.AsyncClient, settings: Settings, report: DeliveryReport) -> int:
-    lease = settings.webhook_timeout_seconds * 4 + 30
+    lease = lease_seconds(settings)
     async with engine.begin() as connection:
         claimed = await deliveries.claim(connection, "webhook", limit=CLAIM, lease_seconds=lease)
         targets = await deliveries.endpoints(connection, list({row.endpoint_id for row in claimed}))
@@ -54,12 +61,12 @@ async def _round(engine: AsyncEngine, client: httpx.AsyncClient, settings: Setti
         async with gate:
             body = body_of(row.payload, row.idempotency_key, row.event_id)
             return await post(client, endpoint.url, endpoint.secret, row.idempotency_key, body,
-                              settings.webhook_response_max_bytes)  # fmt: skip
+                              settings.webhook_response_max_bytes, settings.webhook_timeout_seconds)  # fmt: skip
 
     outcomes = await asyncio.gather(*(attempt(row) for row in claimed))
     recorded: list[tuple[int, str, float, str | None, int | None, float | None]] = []
     for row, outcome in zip(claimed, outcomes, strict=True):
-        status, wait = _next_state(row.attempts, outcome, settings)
+        status, wait = settings.notify_retries.settle(row.attempts, not outcome.delivered, permanent=outcome.permanent)
         setattr(report, status, getattr(report, status) + 1)
         recorded.append((row.id, status, wait, outcome.error, outcome.status_code, outcome.duration_ms))
         if status == "dead":
@@ -69,12 +76,3 @@ async def _round(engine: AsyncEngine, client: httpx.AsyncClient, settings: Setti
         await deliveries.record(connection, recorded)
     count_deliveries("webhook", (status for _, status, *_ in recorded))
     return len(claimed)
-
-
-def _next_state(attempts: int, outcome: Outcome, settings: Settings) -> tuple[str, float]:
-    """(status, seconds until the next attempt) after attempt number `attempts` ended as `outcome`."""
-    if outcome.delivered:
-        return "delivered", 0.0
-    if outcome.permanent or attempts >= settings.notify_max_attempts:
-        return "dead", 0.0
-    return "failed", retry_wait(attempts, settings.notify_backoff_base_seconds, settings.notify_backoff_cap_seconds)

@@ -25,7 +25,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.notifications import delivery_repository as deliveries
 from app.notifications import digest_repository as digests
-from app.notifications.backoff import retry_wait
 from app.notifications.digest_email import compose
 from app.notifications.mailer import Mailer, budget
 from app.observability.alerts import count_deliveries, count_digest_emails
@@ -101,15 +100,7 @@ async def _send(settings: Settings, mailer: Mailer, to: str, user_id: int, rows:
     error = await mailer.send(digest.message)
     duration = (time.perf_counter() - started) * 1000
     for row in rows:
-        status, wait = _after(row.attempts, error, settings)
-        status = "covered" if status == "delivered" and row.id not in digest.listed else status
+        settled, wait = settings.notify_retries.settle(row.attempts, error is not None)
+        status = "covered" if settled == "delivered" and row.id not in digest.listed else settled
         recorded.append((row.id, status, wait, error, None, duration))
     return error
-
-
-def _after(attempts: int, error: str | None, settings: Settings) -> tuple[str, float]:
-    if error is None:
-        return "delivered", 0.0
-    if attempts >= settings.notify_max_attempts:
-        return "dead", 0.0
-    return "failed", retry_wait(attempts, settings.notify_backoff_base_seconds, settings.notify_backoff_cap_seconds)

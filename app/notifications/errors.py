@@ -10,6 +10,7 @@ class AlertErrorCode(enum.StrEnum):
     NOT_FOUND = "not_found"
     FORBIDDEN = "forbidden"
     ADDRESS_REFUSED = "address_refused"
+    INVALID_REGION = "invalid_region"  # a region that is no ISO 3166-1 alpha-2 code (app/places/countries.py)
 
 
 class AlertRejected(Exception):

@@ -22,7 +22,6 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.notifications import repository as fanouts
-from app.notifications.backoff import retry_wait
 from app.notifications.fanout_sql import write_batch
 from app.notifications.live import NOTIFICATION_ADDED
 from app.observability.alerts import count_notified
@@ -91,9 +90,9 @@ async def _one_batch(connection: AsyncConnection, row: Any, settings: Settings, 
         if isinstance(error, DBAPIError) and error.connection_invalidated:
             raise  # PostgreSQL went away: no failure of the event's; the run fails and the next one takes it up
         reason = f"{type(error).__name__}: {error}"
-        wait = retry_wait(row.attempts + 1, settings.notify_backoff_base_seconds, settings.notify_backoff_cap_seconds)
-        if await fanouts.mark_failed(connection, row.event_id, reason, max_attempts=settings.notify_max_attempts,
-                                     wait_seconds=wait):  # fmt: skip
+        status, wait = settings.notify_retries.settle(row.attempts + 1, True)
+        await fanouts.mark_failed(connection, row.event_id, reason, dead=status == "dead", wait_seconds=wait)
+        if status == "dead":
             report.dead.append(row.event_id)
             log.error("notifications: event %d is dead after %d failed fan-outs: %s", row.event_id,
                       row.attempts + 1, reason)  # fmt: skip

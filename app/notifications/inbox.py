@@ -6,8 +6,8 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import BigInteger, bindparam, func, select, update
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.ingest.addresses import AddressRefused, check_url_target
@@ -45,12 +45,17 @@ async def resume_point(session: AsyncSession, user_id: int, after: int | None, *
     return max(after, int(floor or 0))
 
 
-async def newer(session: AsyncSession, user_id: int, *, after: int, since: datetime, limit: int = 500,
+async def newer(session: AsyncSession, afters: dict[int, int], *, since: datetime, limit: int = 500,
                 ) -> list[Notification]:  # fmt: skip
-    """The reader's notifications after `after` in id order, then those written since `since` that are not (a batch
-    that committed after a later one)."""
-    newer = Notification.id > after
-    query = (select(Notification).where(Notification.user_id == user_id, newer | (Notification.created_at > since))
+    """The notifications of the readers of `afters` (reader id -> notification id), each reader's after their own id,
+    in id order, then those written since `since` that are not (a batch that committed after a later one): one
+    statement however many readers."""
+    readers = func.unnest(bindparam("reader_ids", list(afters), type_=ARRAY(BigInteger)),
+                          bindparam("after_ids", list(afters.values()), type_=ARRAY(BigInteger)),
+                          ).table_valued("user_id", "after_id").render_derived()  # fmt: skip
+    newer = Notification.id > readers.c.after_id
+    query = (select(Notification).join(readers, Notification.user_id == readers.c.user_id)
+             .where(newer | (Notification.created_at > since))
              .order_by(newer.desc(), Notification.id).limit(limit))  # fmt: skip
     return list(await session.scalars(query))
 

@@ -57,15 +57,14 @@ async def advance(db: Executor, event_id: int, after_user_id: int, *, done: bool
         WHERE event_id = :event"""), {"event": event_id, "after": after_user_id, "done": done})  # fmt: skip
 
 
-async def mark_failed(db: Executor, event_id: int, error: str, *, max_attempts: int, wait_seconds: float) -> bool:
-    """A failed batch: retried after `wait_seconds`, dead after `max_attempts`; True when it is dead now."""
-    dead = await db.scalar(text("""
+async def mark_failed(db: Executor, event_id: int, error: str, *, dead: bool, wait_seconds: float) -> None:
+    """A failed batch: dead, or retried after `wait_seconds`."""
+    await db.execute(text("""
         UPDATE notification_fanouts SET attempts = attempts + 1, last_error = :error,
                next_attempt_at = now() + :wait * interval '1 second',
-               status = CASE WHEN attempts + 1 >= :max THEN 'dead' ELSE status END
-        WHERE event_id = :event RETURNING status = 'dead'"""),
-        {"event": event_id, "error": error[:2000], "wait": wait_seconds, "max": max_attempts})  # fmt: skip
-    return bool(dead)
+               status = CASE WHEN :dead THEN 'dead' ELSE status END
+        WHERE event_id = :event"""),
+        {"event": event_id, "error": error[:2000], "wait": wait_seconds, "dead": dead})  # fmt: skip
 
 
 async def story_outlets(db: Executor, story_id: int) -> tuple[list[int], list[str]]:

@@ -11,11 +11,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.notifications.errors import AlertErrorCode, AlertRejected
 from app.notifications.models import AlertRules, StoryFollow
-from app.places.outlets import checked_country
+from app.places.countries import checked_country
 from app.stories.models import StoryCluster
+from app.text.language_codes import checked_languages
 
 DIGESTS = ("none", "hourly", "daily")
-MAX_ITEMS = 100  # topics, sources, entities or languages in one rule
+MAX_ITEMS = 100  # topics, sources or entities in one rule, each counted once (languages: MAX_LANGUAGES, 20)
 MAX_CAP = 1000
 MINUTES_A_DAY = 24 * 60
 
@@ -43,13 +44,17 @@ def _invalid(message: str, field_name: str) -> AlertRejected:
 
 
 def check(choice: RuleChoice) -> RuleChoice:
-    """The choice as stored (duplicates gone, entities folded), or AlertRejected naming the field at fault."""
-    for name, argument in (("topics", "topics"), ("source_ids", "sourceIds"), ("entities", "entities"),
-                           ("languages", "languages")):  # fmt: skip
+    """The choice as stored (duplicates gone, entities folded), or AlertRejected naming the field at fault
+    (InvalidRegion for a region that is no country code)."""
+    for name, argument in (("topics", "topics"), ("source_ids", "sourceIds"), ("entities", "entities")):
         values = list(dict.fromkeys(getattr(choice, name)))
         if len(values) > MAX_ITEMS:
             raise _invalid(f"at most {MAX_ITEMS} {argument}", argument)
         setattr(choice, name, values)
+    try:
+        choice.languages = list(dict.fromkeys(checked_languages(dict.fromkeys(choice.languages))))
+    except ValueError as error:
+        raise _invalid(str(error), "languages") from None
     choice.entities = [e.strip().casefold() for e in choice.entities]
     if not all(0 < len(e) <= 200 for e in choice.entities):
         raise _invalid('an entity key has 1 to 200 characters, such as "per:angela merkel"', "entities")
@@ -66,10 +71,7 @@ def check(choice: RuleChoice) -> RuleChoice:
         raise _invalid("quiet hours that start when they end are no quiet hours", "quietEnd")
     _check_zone(choice.time_zone)
     if choice.region is not None:
-        try:
-            choice.region = checked_country(choice.region[:16])
-        except ValueError as error:
-            raise _invalid("a region is an ISO 3166-1 alpha-2 country code such as DE", "region") from error
+        choice.region = checked_country(choice.region)
     return choice
 
 

@@ -1,7 +1,8 @@
 """Place names resolved to countries (ISO 3166-1 alpha-2) and, for US states and the UK's nations, regions
 (ISO 3166-2), for the places entity extraction finds: the same names as app/entities/places.txt.gz, so no second
 pass over the text. The table ships beside this module (countries.tsv.gz), derived from GeoNames (CC BY 4.0) by
-scripts/build_place_countries.py; its attribution ships beside it (countries.NOTICE.txt)."""
+scripts/build_place_countries.py; its attribution ships beside it (countries.NOTICE.txt). Countries' codes and names
+are app/places/countries.py's: checking a code never loads this table."""
 
 from __future__ import annotations
 
@@ -36,31 +37,23 @@ class Place:
 
 
 @functools.cache
-def _table() -> tuple[dict[str, str], dict[str, tuple[Place, ...]]]:
-    countries: dict[str, str] = {}
+def _table() -> dict[str, tuple[Place, ...]]:
+    """Folded place name -> its readings, most likely first."""
     named: dict[str, tuple[Place, ...]] = {}
     with gzip.open(COUNTRIES_FILE, "rt", encoding="utf-8") as rows:
         for line in rows:
             fields = line.rstrip("\n").split("\t")
-            if fields[0] == "C":
-                countries[fields[1]] = fields[2]
-            elif fields[0] == "P":
-                named[fields[1]] = tuple(Place(c, r or None) for c, r in zip(fields[2::2], fields[3::2], strict=True))
+            named[fields[1]] = tuple(Place(c, r or None) for c, r in zip(fields[2::2], fields[3::2], strict=True))
     named.update({name: (Place(country, region or None),) for name, (country, region) in SHORT_NAMES.items()})
-    return countries, named
-
-
-def countries() -> dict[str, str]:
-    """ISO 3166-1 alpha-2 code -> English name."""
-    return _table()[0]
+    return named
 
 
 def readings(name: str) -> tuple[Place, ...]:
     """The places a name found by entity extraction may be, most likely first (none: a continent, unknown)."""
     folded = place_form(name)
-    found = _table()[1].get(folded)
+    found = _table().get(folded)
     if found is None and folded.startswith("the "):
-        found = _table()[1].get(folded[4:])
+        found = _table().get(folded[4:])
     return found or ()
 
 

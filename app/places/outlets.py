@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from app.places.gazetteer import countries
+from app.places.countries import country_names
 
 
 class OutletKind(enum.StrEnum):
@@ -81,7 +81,7 @@ def infer(site_url: str | None, feed_url: str | None, language: str | None) -> O
 def tld_country(host: str) -> str | None:
     tld = host.rsplit(".", 1)[-1] if "." in host else ""
     code = TLD_COUNTRIES.get(tld, tld.upper())
-    return code if len(tld) == 2 and tld not in GENERIC_CCTLDS and code in countries() else None
+    return code if len(tld) == 2 and tld not in GENERIC_CCTLDS and code in country_names() else None
 
 
 def _known(host: str) -> Outlet | None:
@@ -99,11 +99,3 @@ def _host(url: str | None) -> str:
     except ValueError:
         return ""
     return host.lower().rstrip(".").removeprefix("www.")
-
-
-def checked_country(code: str) -> str:
-    """An ISO 3166-1 alpha-2 code, upper case ("gb" -> "GB"); ValueError for anything else ("UK", "England")."""
-    upper = code.strip().upper()
-    if upper not in countries():
-        raise ValueError(f"{code!r} is not an ISO 3166-1 alpha-2 country code")
-    return upper

@@ -4,7 +4,7 @@ reader sees who covered it from where (wire services, national, local and intern
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from app.places.repository import OutletGroupRow
@@ -34,6 +34,15 @@ def perspectives_of(rows: Sequence[OutletGroupRow]) -> StoryPerspectives:
         by_country=_ordered(_merged(groups, lambda g: (g.country, ""))),
         by_kind=_ordered(_merged(groups, lambda g: (None, g.kind))),
     )
+
+
+def perspectives_by_story(rows: Iterable[OutletGroupRow], story_ids: Sequence[int]) -> dict[int, StoryPerspectives]:
+    """Each story's perspectives (none for a story without rows), the rows read once: a page of stories costs what
+    its rows cost, not stories x rows."""
+    grouped: dict[int, list[OutletGroupRow]] = {story_id: [] for story_id in story_ids}
+    for row in rows:
+        grouped[row.story_id].append(row)
+    return {story_id: perspectives_of(found) for story_id, found in grouped.items()}
 
 
 def _merged(groups: list[OutletGroup], key: Callable[[OutletGroup], tuple[str | None, str]]) -> list[OutletGroup]:

@@ -14,6 +14,9 @@ from app.entities.extractor import Entity
 from app.places.gazetteer import places_of
 
 NAME_CHARS = 200
+# Place names read and stored per article, the most named first: an article is about a few places; a list of
+# thousands pasted into a summary is not thousands of places' news (extraction keeps 30 entities of any kind already)
+MAX_PLACES = 12
 
 # One statement for a batch, with each article's arrival copied (as for entities) so a region's recent articles
 # are read from one index.
@@ -35,9 +38,11 @@ _OUTLET_COUNTRIES = text("""
 
 
 async def save(db: Executor, found: Mapping[int, Sequence[Entity]]) -> None:
-    """The places among each article's entities (those the gazetteer resolves to a country), each name read in the
-    light of the article's other places and its outlet's country (`resolve`)."""
-    named = {article_id: [e for e in entities if e.kind == "LOC"] for article_id, entities in found.items()}
+    """The places among each article's entities (those the gazetteer resolves to a country; the MAX_PLACES most
+    named), each name read in the light of the article's other places and its outlet's country (`resolve`)."""
+    named = {
+        article_id: [e for e in entities if e.kind == "LOC"][:MAX_PLACES] for article_id, entities in found.items()
+    }
     named = {article_id: places for article_id, places in named.items() if places}
     if not named:
         return

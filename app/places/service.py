@@ -7,7 +7,7 @@ from datetime import datetime
 
 from app.db.engine import Executor
 from app.places import repository
-from app.places.perspectives import StoryPerspectives, perspectives_of
+from app.places.perspectives import StoryPerspectives, perspectives_by_story
 
 
 async def region_stories(db: Executor, country: str, since: datetime) -> tuple[dict[int, int], list[int]]:
@@ -16,5 +16,4 @@ async def region_stories(db: Executor, country: str, since: datetime) -> tuple[d
 
 
 async def perspectives(db: Executor, story_ids: Sequence[int]) -> dict[int, StoryPerspectives]:
-    rows = await repository.outlet_groups(db, story_ids)
-    return {story_id: perspectives_of([r for r in rows if r.story_id == story_id]) for story_id in story_ids}
+    return perspectives_by_story(await repository.outlet_groups(db, story_ids), story_ids)

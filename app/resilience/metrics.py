@@ -19,6 +19,11 @@ CAUGHT_UP = Counter(
 DATABASE_RETRIES = Counter(
     "newsagg_database_unreachable_job_retries", "Jobs that found PostgreSQL unreachable, deferred to try again later."
 )
+DATABASE_OUTAGES = Counter(
+    "newsagg_database_outages",
+    "Outages of PostgreSQL met by a process's long-lived readers (counted once each), by part (notifications, ...).",
+    ["part"],
+)  # fmt: skip
 WORKER_RESTARTS = Counter("newsagg_worker_loop_restarts", "Times the worker's arq loop died on Redis and restarted.")
 CHILD_RESTARTS = Counter(
     "newsagg_supervisor_restarts", "Children that `newsagg up` restarted, by child and why (exited, unhealthy).",

@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings
 
+from app.resilience.backoff import RetryPolicy
+
 
 class OperationsSettings(BaseSettings):
     """Running newsagg (part of `app.settings.Settings`)."""
@@ -96,11 +98,14 @@ class OperationsSettings(BaseSettings):
     notify_backoff_cap_seconds: float = Field(
         default=1800, gt=0, description="The longest wait between two attempts of one delivery."
     )
-    webhook_timeout_seconds: float = Field(default=5, gt=0, description="Connect, write and read timeout of a "
-                                           "webhook POST.")  # fmt: skip
+    webhook_timeout_seconds: float = Field(
+        default=5, gt=0, description="A webhook POST ends within this many seconds, all of it: a receiver whose "
+        "status and headers have not come by then failed (retried later); its body is read only while time is left.",
+    )  # fmt: skip
     webhook_response_max_bytes: int = Field(
-        default=65536, ge=0, description="Of a receiver's response body, at most this much is read (then closed)."
-    )
+        default=65536, ge=0, description="Of a receiver's response body, at most this much is read (then closed); "
+        "a 2xx status is success whatever the body.",
+    )  # fmt: skip
     webhook_concurrency: int = Field(default=64, ge=1, description="Webhook POSTs one worker has in flight at once.")
     webhooks_allow_loopback: bool = Field(
         default=False, description="Allow webhook endpoints on loopback addresses (tests, local development); other "
@@ -237,6 +242,11 @@ class OperationsSettings(BaseSettings):
         description="HOST:PORT where `newsagg worker` also serves /metrics (its host's processes, as an API does), for "
         "workers on hosts or in containers without an API process, e.g. `0.0.0.0:9100`; unset: none.",
     )
+
+    @property
+    def notify_retries(self) -> RetryPolicy:
+        """How webhook deliveries, digest entries and fan-outs are retried, and when they are dead."""
+        return RetryPolicy(self.notify_max_attempts, self.notify_backoff_base_seconds, self.notify_backoff_cap_seconds)
 
     @field_validator("worker_gone_after_seconds")
     @classmethod

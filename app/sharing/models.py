@@ -40,7 +40,6 @@ class ShareLink(Base):
         Index("ix_share_links_creator_id", "creator_id"),
         Index("ix_share_links_article_id", "article_id"),
         Index("ix_share_links_story_id", "story_id"),
-        Index("ix_share_links_gone_at", "gone_at", postgresql_where=text("gone_at IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -54,7 +53,6 @@ class ShareLink(Base):
     created_at: Mapped[datetime] = created_at_column()
     # carried to this article when the article it was made for proved to be this one (app/articles/merging.py)
     from_merge: Mapped[bool] = mapped_column(default=False, server_default=text("false"))
-    gone_at: Mapped[datetime | None]  # set by a trigger when the target's deletion empties both ids (migration 0021)
 
 
 class ShareLinkDay(Base):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import weakref
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -20,10 +19,13 @@ from app.settings import Settings
 from app.sharing import codes
 from app.sharing import repository as links
 from app.sharing.counters import CLICK, PREVIEW, Cached, ShareCounters
+from app.sharing.keys import SigningKey
 from app.sharing.visits import Visit
 
 log = logging.getLogger(__name__)
 FOLLOWED = Counter("newsagg_share_link_visits", "Visits to share links, by outcome", ["outcome"])
+UNCOUNTED = Counter("newsagg_share_link_visits_uncounted", "Visits to share links followed while Redis was "
+                    "unavailable: redirected from PostgreSQL, their clicks or previews dropped", ["kind"])  # fmt: skip
 UNKNOWN = Cached(0, 0, 0, "")
 
 
@@ -42,16 +44,13 @@ class Followed:
 
 
 class ShareRedirects:
-    _every: weakref.WeakSet[ShareRedirects] = weakref.WeakSet()
-
-    def __init__(self, db: async_sessionmaker[AsyncSession], redis: Redis, settings: Settings) -> None:
-        ShareRedirects._every.add(self)
+    def __init__(self, db: async_sessionmaker[AsyncSession], redis: Redis, settings: Settings,
+                 key: SigningKey) -> None:  # fmt: skip
         self._db = db
         self._counters = ShareCounters(redis)
         self._cache_s = settings.share_link_cache_seconds
         self._story_page = settings.share_story_url
-        self._key: bytes | None = None
-        self._key_read = asyncio.Lock()  # the first visits at once read it once
+        self._key = key
         self._lookups: dict[str, asyncio.Task[Cached]] = {}
 
     async def follow(self, code: str, visit: Visit, now: datetime | None = None) -> Followed:
@@ -63,7 +62,7 @@ class ShareRedirects:
             return Followed(Outcome.UNAVAILABLE)
 
     async def _follow(self, code: str, visit: Visit, now: datetime | None) -> Followed:
-        if not codes.well_formed(code) or not codes.authentic(code, await self._signing_key()):
+        if not codes.well_formed(code) or not codes.authentic(code, await self._key.read()):
             FOLLOWED.labels(Outcome.MALFORMED).inc()
             return Followed(Outcome.MALFORMED)
         day = (now or datetime.now(UTC)).strftime("%Y-%m-%d")
@@ -77,6 +76,7 @@ class ShareRedirects:
                                                     visit.visitor)  # fmt: skip
         except (RedisError, OSError) as error:  # Redis down: PostgreSQL answers, the visit goes uncounted
             log.warning("share link %s followed without Redis (visit not counted): %s", code, error)
+            UNCOUNTED.labels("preview" if visit.preview else "click").inc()
             cached = await self._looked_up(code)
         return self._answer(cached or UNKNOWN)
 
@@ -89,21 +89,6 @@ class ShareRedirects:
             outcome = Followed(Outcome.FOUND, cached.url)
         FOLLOWED.labels(outcome.outcome).inc()
         return outcome
-
-    async def _signing_key(self) -> bytes:
-        if self._key is not None:
-            return self._key
-        async with self._key_read:
-            if self._key is None:
-                async with self._db.begin() as session:
-                    self._key = await links.signing_key(session, codes.new_key())
-            return self._key
-
-    @classmethod
-    def forget_keys(cls) -> None:
-        """Every redirector of this process reads the key again on its next visit (tests empty its table)."""
-        for redirects in cls._every:
-            redirects._key = None
 
     async def _looked_up(self, code: str) -> Cached:
         task = self._lookups.get(code)

@@ -6,8 +6,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Any
 
-from sqlalchemy import func, select, text, tuple_, update
+from sqlalchemy import Row, func, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -109,33 +110,47 @@ class DayCount:
     previews: int
 
 
-async def add_days(session: AsyncSession, counts: Sequence[DayCount]) -> None:
+# A batch is one statement per table, its rows passed as arrays. Rows of links deleted since their clicks were
+# counted are skipped (the foreign key would refuse them); the links kept are held (KEY SHARE) until the commit.
+_ADD_DAYS = text("""
+    INSERT INTO share_link_days AS d (link_id, day, referrer_host, clicks, previews)
+    SELECT b.link_id, b.day, b.host, b.clicks, b.previews
+      FROM unnest(CAST(:links AS bigint[]), CAST(:days AS date[]), CAST(:hosts AS text[]), CAST(:clicks AS int[]),
+                  CAST(:previews AS int[])) AS b(link_id, day, host, clicks, previews)
+      JOIN (SELECT id FROM share_links WHERE id = ANY(CAST(:links AS bigint[])) FOR KEY SHARE) l ON l.id = b.link_id
+    ON CONFLICT (link_id, day, referrer_host)
+    DO UPDATE SET clicks = d.clicks + excluded.clicks, previews = d.previews + excluded.previews
+""")
+
+
+async def add_days(session: AsyncSession, counts: Sequence[DayCount]) -> int:
+    """How many rows were written (those of deleted links are not)."""
     if not counts:
-        return
-    rows = [{"link_id": c.link_id, "day": c.day, "referrer_host": c.referrer_host, "clicks": c.clicks,
-             "previews": c.previews} for c in counts]  # fmt: skip
-    statement = insert(ShareLinkDay).values(rows)
-    excluded = statement.excluded
-    await session.execute(statement.on_conflict_do_update(
-        index_elements=[ShareLinkDay.link_id, ShareLinkDay.day, ShareLinkDay.referrer_host],
-        set_={"clicks": ShareLinkDay.clicks + excluded.clicks, "previews": ShareLinkDay.previews + excluded.previews},
-    ))  # fmt: skip
-    # links deleted since their clicks were counted: the insert above skips nothing, the foreign key would refuse
+        return 0
+    written = await session.execute(_ADD_DAYS, {"links": [c.link_id for c in counts], "days": [c.day for c in counts],
+                                          "hosts": [c.referrer_host for c in counts],
+                                          "clicks": [c.clicks for c in counts],
+                                          "previews": [c.previews for c in counts]})  # fmt: skip
+    return int(written.rowcount)  # type: ignore[attr-defined]
 
 
-async def existing_links(session: AsyncSession, link_ids: Sequence[int]) -> set[int]:
-    return set(await session.scalars(select(ShareLink.id).where(ShareLink.id.in_(link_ids))))
+# The articles are locked in id order first: concurrent writers of click_count (a URL merge) never deadlock with it.
+_ADD_CLICKS = text("""
+    WITH batch AS (SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:clicks AS int[])) AS b(id, clicks)),
+         locked AS (SELECT a.id FROM articles a JOIN batch USING (id) ORDER BY a.id FOR UPDATE OF a)
+    UPDATE articles a SET click_count = a.click_count + b.clicks
+      FROM batch b JOIN locked USING (id)
+     WHERE a.id = b.id
+    RETURNING a.id, a.cluster_id
+""")
 
 
 async def add_clicks(session: AsyncSession, clicks: Mapping[int, int]) -> dict[int, int]:
     """Adds clicks to each article (id -> clicks); the story each of those articles is in now (id -> story id)."""
-    stories: dict[int, int] = {}
-    for article_id, count in sorted(clicks.items()):  # a fixed order: concurrent writers never deadlock
-        added = update(Article).where(Article.id == article_id).values(click_count=Article.click_count + count)
-        story = await session.scalar(added.returning(Article.cluster_id))
-        if story is not None:
-            stories[article_id] = story
-    return stories
+    if not clicks:
+        return {}
+    rows = await session.execute(_ADD_CLICKS, {"ids": list(clicks), "clicks": list(clicks.values())})
+    return {row.id: row.cluster_id for row in rows if row.cluster_id is not None}
 
 
 async def forget_batches(session: AsyncSession, older_than_days: int) -> None:
@@ -143,10 +158,21 @@ async def forget_batches(session: AsyncSession, older_than_days: int) -> None:
                           {"d": older_than_days})  # fmt: skip
 
 
-async def days_of(session: AsyncSession, link_id: int, since: date) -> list[ShareLinkDay]:
-    rows = await session.scalars(select(ShareLinkDay).where(ShareLinkDay.link_id == link_id, ShareLinkDay.day >= since)
-                                 .order_by(ShareLinkDay.day, ShareLinkDay.referrer_host))  # fmt: skip
-    return list(rows)
+# A span of days of many links in one statement: a row per link and day (host NULL), and a row per link and referrer
+# host (day NULL): at most 366 rows a link and its hosts, however many rows of (day, host) it has.
+_CLICKS_OF = text("""
+    SELECT link_id, CASE WHEN grouping(day) = 0 THEN day END AS day,
+           CASE WHEN grouping(referrer_host) = 0 THEN referrer_host END AS host,
+           sum(clicks)::bigint AS clicks, sum(previews)::bigint AS previews
+      FROM share_link_days
+     WHERE link_id = ANY(CAST(:ids AS bigint[])) AND day >= :since
+     GROUP BY GROUPING SETS ((link_id, day), (link_id, referrer_host))
+""")
+
+
+async def clicks_of(session: AsyncSession, link_ids: Sequence[int], since: date) -> list[Row[Any]]:
+    """(link_id, day, host, clicks, previews) since `since`: per day (host None) and per referrer (day None)."""
+    return list(await session.execute(_CLICKS_OF, {"ids": list(link_ids), "since": since}))
 
 
 # Concurrent workers take disjoint batches; rows queued by transactions not yet committed wait for the next run.

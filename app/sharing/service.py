@@ -4,7 +4,8 @@ and a new link counts as a share of the article it leads to. Services never comm
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -12,10 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.sharing import codes
 from app.sharing import repository as links
-from app.sharing.models import ShareLink, ShareLinkDay, ShareTargetKind
+from app.sharing.keys import SigningKey
+from app.sharing.models import ShareLink, ShareTargetKind
 from app.stories.models import StoryCluster
 
-MAX_DAYS = 366
+MAX_DAYS = 366  # `ShareLink.clicks(days:)` beyond it is BAD_USER_INPUT: a full page of links is 100 x 366 days
 
 
 class ShareErrorCode(enum.StrEnum):
@@ -36,9 +38,8 @@ class Shared:
     story_id: int | None  # the story the shared article belongs to (trending counts the share)
 
 
-async def share(
-    session: AsyncSession, creator_id: int, kind: ShareTargetKind, target_id: int, admit: Callable[[], Awaitable[None]]
-) -> Shared:
+async def share(session: AsyncSession, creator_id: int, kind: ShareTargetKind, target_id: int,
+                admit: Callable[[], Awaitable[None]], key: SigningKey) -> Shared:  # fmt: skip
     """The reader's link to the target, made if need be: `admit` is awaited first (it raises to refuse a new link;
     sharing again what was shared already is not refused)."""
     existing = await links.link_of(session, creator_id, kind, target_id)
@@ -46,8 +47,7 @@ async def share(
     if existing is not None:
         return Shared(existing, False, story_id)
     await admit()
-    key = await links.signing_key(session, codes.new_key())
-    link = await links.insert_link(session, codes.mint(key), creator_id, kind, target_id)
+    link = await links.insert_link(session, codes.mint(await key.read()), creator_id, kind, target_id)
     if link is None:  # the same reader, concurrently: theirs stands
         existing = await links.link_of(session, creator_id, kind, target_id)
         assert existing is not None
@@ -84,10 +84,41 @@ async def own_link(session: AsyncSession, creator_id: int, code: str) -> ShareLi
     return link if link is not None and link.creator_id == creator_id else None
 
 
-async def daily_clicks(session: AsyncSession, link_id: int, days: int, today: date) -> list[ShareLinkDay]:
-    """The link's counts of the last `days` days (today included), by day and referrer host."""
-    days = max(1, min(days, MAX_DAYS))
-    return await links.days_of(session, link_id, today - timedelta(days=days - 1))
+@dataclass(frozen=True, slots=True)
+class DayClicks:
+    day: date
+    clicks: int
+    previews: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkClicks:
+    by_day: list[DayClicks]  # every day of the span, oldest first (zeros too)
+    by_referrer: list[tuple[str, int]]  # (host, clicks), most clicks first
+
+    @property
+    def total(self) -> int:
+        return sum(d.clicks for d in self.by_day)
+
+    @property
+    def previews(self) -> int:
+        return sum(d.previews for d in self.by_day)
+
+
+async def clicks_of_links(session: AsyncSession, link_ids: Sequence[int], days: int,
+                          today: date) -> dict[int, LinkClicks]:  # fmt: skip
+    """Each link's counts of the last `days` days (1 to MAX_DAYS, today included), by day and referrer host."""
+    assert 1 <= days <= MAX_DAYS, days
+    calendar = [today - timedelta(days=back) for back in reversed(range(days))]
+    per_day: dict[int, dict[date, DayClicks]] = defaultdict(dict)
+    per_host: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for row in await links.clicks_of(session, link_ids, calendar[0]):
+        if row.host is None:
+            per_day[row.link_id][row.day] = DayClicks(row.day, row.clicks, row.previews)
+        elif row.clicks:
+            per_host[row.link_id].append((row.host, row.clicks))
+    return {link: LinkClicks([per_day[link].get(d) or DayClicks(d, 0, 0) for d in calendar],
+                             sorted(per_host[link], key=lambda h: (-h[1], h[0]))) for link in link_ids}  # fmt: skip
 
 
 async def links_page(session: AsyncSession, creator_id: int, after: tuple[datetime, int] | None,

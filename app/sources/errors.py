@@ -13,6 +13,7 @@ class SourceErrorCode(enum.StrEnum):
     DUPLICATE = "duplicate"
     INVALID = "invalid"
     FORBIDDEN = "forbidden"
+    INVALID_REGION = "invalid_region"  # a country that is no ISO 3166-1 alpha-2 code (app/places/countries.py)
     UNSAFE_XML = "unsafe_xml"  # an OPML document declaring entities or external references
 
 

@@ -9,7 +9,8 @@ from importlib import resources
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.places.outlets import OutletKind, checked_country
+from app.places.countries import InvalidRegion, checked_country
+from app.places.outlets import OutletKind
 from app.settings import Settings
 from app.sources import rules
 from app.sources.errors import SourceErrorCode, SourceRejected
@@ -73,8 +74,8 @@ def _language(code: str | None) -> str | None:
 def _country(code: str | None) -> str | None:
     """A list's country is kept when it is an ISO 3166-1 alpha-2 code; otherwise the outlet's is inferred."""
     try:
-        return checked_country(code) if code else None
-    except ValueError:
+        return checked_country(code, "country") if code else None
+    except InvalidRegion:
         return None
 
 

@@ -65,14 +65,6 @@ def interval_seconds(low_minutes: float, high_minutes: float,
     return round(low_minutes * 60), round(high_minutes * 60)
 
 
-def checked_country(value: str) -> str:
-    """An ISO 3166-1 alpha-2 code, upper-cased ("gb" -> "GB"; "UK" and "England" are refused)."""
-    try:
-        return outlets.checked_country(_printable(value, "country"))
-    except ValueError as error:
-        raise _invalid(str(error), "country") from None
-
-
 def checked_outlet_kind(value: str) -> str:
     kind = _printable(value, "outletKind").lower()
     if kind not in {k.value for k in outlets.OutletKind}:

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.ingest.addresses import AddressRefused, check_url_target
 from app.ingest.urls import InvalidUrl, normalize_url
+from app.places.countries import checked_country
 from app.places.outlets import infer
 from app.settings import Settings
 from app.sources import repository, rules
@@ -85,7 +86,7 @@ def _outlet_of(request: SourceRequest, feed_url: str) -> tuple[str | None, str, 
     inferred = infer(request.site_url, feed_url, request.language)
     if request.country is None and request.outlet_kind is None:
         return inferred.country, inferred.kind.value, True
-    country = rules.checked_country(request.country) if request.country is not None else inferred.country
+    country = checked_country(request.country, "country") if request.country is not None else inferred.country
     kind = rules.checked_outlet_kind(request.outlet_kind) if request.outlet_kind is not None else inferred.kind.value
     return country, kind, False
 
@@ -168,7 +169,7 @@ def _outlet_change(source: Source, change: SourceChange, values: dict[str, objec
     if change.country == "":
         return {"country": inferred.country, "outlet_kind": inferred.kind.value, "outlet_inferred": True}
     if change.country is not None or change.outlet_kind is not None:
-        set_country = rules.checked_country(change.country) if change.country is not None else source.country
+        set_country = checked_country(change.country, "country") if change.country is not None else source.country
         kind = rules.checked_outlet_kind(change.outlet_kind) if change.outlet_kind is not None else source.outlet_kind
         return {"country": set_country, "outlet_kind": kind, "outlet_inferred": False}
     if source.outlet_inferred and ("site_url" in values or "language" in values):

@@ -58,7 +58,12 @@ async def record_arrivals(redis: Redis, placed: Mapping[int, int], now: datetime
 async def record_engagement(redis: Redis, story_id: int, weight: float, now: datetime) -> None:
     """`weight` units of reader engagement with the story (_ACTION_WEIGHTS says how much an action is worth)."""
     if weight:
-        await _increment(redis, "engagement", {story_id: weight}, now)
+        await record_engagements(redis, {story_id: weight}, now)
+
+
+async def record_engagements(redis: Redis, weights: Mapping[int, float], now: datetime) -> None:
+    """Engagement with many stories at once (story id -> weight), in one pipeline."""
+    await _increment(redis, "engagement", {story: weight for story, weight in weights.items() if weight}, now)
 
 
 async def record_reader_engagement(

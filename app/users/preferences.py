@@ -8,7 +8,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.places.outlets import checked_country
+from app.places.countries import checked_country
 from app.sources.models import Source
 from app.text.language_codes import checked_languages
 from app.users.errors import AccountErrorCode, AccountRejected
@@ -44,19 +44,11 @@ async def set_languages(session: AsyncSession, user_id: int, languages: list[str
 
 
 async def set_home_region(session: AsyncSession, user_id: int, region: str | None) -> str | None:
-    """The region as stored: an ISO 3166-1 alpha-2 code in upper case, or None to clear it; INVALID_REGION for
+    """The region as stored: an ISO 3166-1 alpha-2 code in upper case, or None to clear it; InvalidRegion for
     anything else ("UK", "England"; nothing is stored)."""
-    code = None if region is None else _region_code(region)
+    code = None if region is None else checked_country(region)
     await session.execute(update(User).where(User.id == user_id).values(home_region=code))
     return code
-
-
-def _region_code(region: str) -> str:
-    try:
-        return checked_country(region[:16])
-    except ValueError:
-        raise AccountRejected(AccountErrorCode.INVALID_REGION, f"{region[:16]!r} is not an ISO 3166-1 alpha-2 "
-                              'country code such as "DE" or "GB"', "region") from None  # fmt: skip
 
 
 async def followed_topics(session: AsyncSession, user_id: int) -> list[str]:

@@ -14,11 +14,13 @@ from app.api.analysis.summary import Analysis, PageSize, Summary
 from app.api.context import Context
 from app.api.errors import BadRequest
 from app.settings import Settings
+from app.sharing.service import MAX_DAYS
 from graphql import DocumentNode, FieldNode, GraphQLField, GraphQLSchema, OperationDefinitionNode, get_operation_ast
 
 QUERY_COST = "query_cost"  # Context.extra keys: what this request costs (an int, at least 1) and its nodes
 QUERY_NODES = "query_nodes"
 PAGE_ARGUMENTS = ("first", "last")
+SPAN_ARGUMENT = "days"  # ShareLink.clicks(days:): an item a day (byDay), priced as a page of that many
 
 
 class QueryCost(SchemaExtension):
@@ -53,15 +55,24 @@ def price(schema: GraphQLSchema, document: DocumentNode, operation: OperationDef
 
 def page_sizes(variables: dict[str, Any], settings: Settings) -> PageSize:
     def page(node: FieldNode, definition: GraphQLField) -> int | None:
+        if SPAN_ARGUMENT in definition.args:
+            default = definition.args[SPAN_ARGUMENT].default_value
+            return _asked(node, (SPAN_ARGUMENT,), variables, default if isinstance(default, int) else 1, MAX_DAYS)
         if not any(name in definition.args for name in PAGE_ARGUMENTS):
             return None
-        asked = next((value_from_ast_untyped(a.value, variables) for a in node.arguments or ()
-                      if a.name.value in PAGE_ARGUMENTS), None)  # fmt: skip
-        if not isinstance(asked, int) or isinstance(asked, bool):
-            asked = settings.page_size_default
-        return min(max(asked, 0), settings.page_size_max)
+        return _asked(node, PAGE_ARGUMENTS, variables, settings.page_size_default, settings.page_size_max)
 
     return page
+
+
+def _asked(node: FieldNode, names: tuple[str, ...], variables: dict[str, Any], default: int, most: int) -> int:
+    """The size a field's argument asks for (a literal, a variable, a variable's default), else `default`; at most
+    `most`, as the resolvers refuse more."""
+    asked = next((value_from_ast_untyped(a.value, variables) for a in node.arguments or ()
+                  if a.name.value in names), None)  # fmt: skip
+    if not isinstance(asked, int) or isinstance(asked, bool):
+        asked = default
+    return min(max(asked, 0), most)
 
 
 def cost_refusal(summary: Summary, settings: Settings) -> BadRequest | None:

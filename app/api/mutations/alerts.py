@@ -9,7 +9,7 @@ from strawberry import relay
 from app.api.auth import require_viewer
 from app.api.context import Info
 from app.api.errors import bad_argument
-from app.api.filters import language_codes, region_code, topic_values
+from app.api.filters import topic_values
 from app.api.notifications import require_admin
 from app.api.relay import id_of
 from app.api.types.notification import (
@@ -23,6 +23,7 @@ from app.api.types.story import StoryNode, load_story
 from app.notifications import delivery_repository as deliveries
 from app.notifications import inbox, rules
 from app.notifications.errors import AlertRejected
+from app.places.countries import InvalidRegion
 
 MAX_IDS = 100
 
@@ -48,14 +49,14 @@ async def alert_rules_set(info: Info, input: AlertRulesInput) -> AlertRulesPaylo
     user = await require_viewer(info)
     choice = rules.RuleChoice(
         breaking=input.breaking, story_updates=input.story_updates, topics=topic_values(input.topics),
-        source_ids=list(input.source_ids), entities=list(input.entities), languages=language_codes(input.languages),
-        region=region_code(input.region), time_zone=input.time_zone, quiet_start=input.quiet_start,
+        source_ids=list(input.source_ids), entities=list(input.entities), languages=list(input.languages),
+        region=input.region, time_zone=input.time_zone, quiet_start=input.quiet_start,
         quiet_end=input.quiet_end, cap_per_hour=input.cap_per_hour, digest=input.digest.value,
     )  # fmt: skip
     try:
         async with info.context.services.db.begin() as session:
             stored = await rules.set_rules(session, user.id, choice)
-    except AlertRejected as error:
+    except (AlertRejected, InvalidRegion) as error:
         return AlertRulesPayload(rules=None, errors=alert_refused(error))
     return AlertRulesPayload(rules=AlertRulesInfo.from_model(stored), errors=[])
 

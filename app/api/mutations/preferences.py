@@ -15,6 +15,7 @@ from app.api.types.account_error import AccountError, refused
 from app.api.types.enums import TopicEnum
 from app.api.types.viewer import Viewer
 from app.feed import versions
+from app.places.countries import InvalidRegion
 from app.topics.keywords import Topic
 from app.users import preferences
 from app.users.errors import AccountRejected
@@ -96,7 +97,7 @@ async def home_region_set(
     try:
         async with info.context.services.db.begin() as session:
             code = await preferences.set_home_region(session, user.id, region)
-    except AccountRejected as error:
+    except InvalidRegion as error:
         return ViewerPayload(viewer=None, errors=refused(error))
     await versions.bump(info.context.services.redis, user.id)
     user.home_region = code

@@ -47,7 +47,7 @@ async def share_link_create(info: Info, input: ShareLinkCreateInput) -> ShareLin
     services = info.context.services
     try:
         async with services.db.begin() as session:
-            shared = await share(session, user.id, kind, target, admit=lambda: _admit(info, user))
+            shared = await share(session, user.id, kind, target, lambda: _admit(info, user), services.share_key)
     except ShareRejected as error:
         return ShareLinkCreatePayload(share_link=None, created=False,
                                       errors=[ShareLinkError(code=error.code, message=str(error))])  # fmt: skip

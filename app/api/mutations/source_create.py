@@ -7,11 +7,16 @@ import strawberry
 from app.api.auth import require_source_admin
 from app.api.context import Info
 from app.api.types.source import OutletKindEnum, SourceNode
+from app.places.countries import InvalidRegion
 from app.places.outlets import OutletKind
 from app.sources.errors import SourceErrorCode, SourceRejected
 from app.sources.service import SourceRequest, create_source
 
 SourceErrorCodeEnum = strawberry.enum(SourceErrorCode, name="SourceErrorCode")
+
+
+def source_error_code(error: SourceRejected | InvalidRegion) -> SourceErrorCode:
+    return SourceErrorCode.INVALID_REGION if isinstance(error, InvalidRegion) else error.code
 
 
 @strawberry.input(description="A feed to crawl.")
@@ -66,8 +71,9 @@ async def source_create(info: Info, input: SourceCreateInput) -> SourceCreatePay
         )  # fmt: skip
         async with services.db.begin() as session:
             source = await create_source(session, services.settings, request)
-    except SourceRejected as error:
+    except (SourceRejected, InvalidRegion) as error:
         return SourceCreatePayload(
-            source=None, errors=[SourceCreateError(code=error.code, field=error.field, message=str(error))]
+            source=None,
+            errors=[SourceCreateError(code=source_error_code(error), field=error.field, message=str(error))],
         )
     return SourceCreatePayload(source=SourceNode.from_model(source), errors=[])

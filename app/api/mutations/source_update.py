@@ -8,10 +8,11 @@ from strawberry import relay
 
 from app.api.auth import require_source_admin
 from app.api.context import Info
-from app.api.mutations.source_create import SourceErrorCodeEnum
+from app.api.mutations.source_create import SourceErrorCodeEnum, source_error_code
 from app.api.relay import id_of
 from app.api.types.enums import SourceStatusEnum
 from app.api.types.source import OutletKindEnum, SourceNode
+from app.places.countries import InvalidRegion
 from app.places.outlets import OutletKind
 from app.sources.errors import SourceRejected
 from app.sources.service import SourceChange, change_source
@@ -72,7 +73,9 @@ async def source_update(info: Info, id: relay.GlobalID, input: SourceUpdateInput
         async with services.db.begin() as session:
             source = await change_source(session, id_of(id, "Source", "id"), change, by_admin=admin)
             node = SourceNode.from_model(source)
-    except SourceRejected as error:
-        return SourceUpdatePayload(source=None, errors=[SourceUpdateError(code=error.code, field=error.field,
-                                                                     message=str(error))])  # fmt: skip
+    except (SourceRejected, InvalidRegion) as error:
+        return SourceUpdatePayload(
+            source=None,
+            errors=[SourceUpdateError(code=source_error_code(error), field=error.field, message=str(error))],
+        )
     return SourceUpdatePayload(source=node, errors=[])

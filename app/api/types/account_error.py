@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
+from app.places.countries import InvalidRegion
 from app.users.errors import AccountErrorCode, AccountRejected
 
 AccountErrorCodeEnum = strawberry.enum(AccountErrorCode, name="AccountErrorCode")
@@ -16,5 +17,6 @@ class AccountError:
     message: str
 
 
-def refused(error: AccountRejected) -> list[AccountError]:
-    return [AccountError(code=error.code, field=error.field, message=str(error))]
+def refused(error: AccountRejected | InvalidRegion) -> list[AccountError]:
+    code = AccountErrorCode.INVALID_REGION if isinstance(error, InvalidRegion) else error.code
+    return [AccountError(code=code, field=error.field, message=str(error))]

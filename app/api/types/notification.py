@@ -17,8 +17,10 @@ from app.api.relay import database_id
 from app.api.types.enums import TopicEnum
 from app.api.types.story import StoryNode, load_story
 from app.notifications import inbox
+from app.notifications.dead_deliveries import DeadDelivery
 from app.notifications.errors import AlertErrorCode, AlertRejected
 from app.notifications.models import AlertRules, Notification, WebhookEndpoint
+from app.places.countries import InvalidRegion
 
 AlertErrorCodeEnum = strawberry.enum(AlertErrorCode, name="AlertErrorCode")
 
@@ -30,8 +32,9 @@ class AlertError:
     message: str
 
 
-def alert_refused(error: AlertRejected) -> list[AlertError]:
-    return [AlertError(code=error.code, field=error.field, message=str(error))]
+def alert_refused(error: AlertRejected | InvalidRegion) -> list[AlertError]:
+    code = AlertErrorCode.INVALID_REGION if isinstance(error, InvalidRegion) else error.code
+    return [AlertError(code=code, field=error.field, message=str(error))]
 
 
 @strawberry.enum(description="How soon an alert is due: URGENT (breaking, < 30 s), NORMAL (a followed story, "
@@ -161,3 +164,13 @@ class DeliveryInfo:
     last_error: str | None
     created_at: datetime
     log: list[DeliveryAttemptInfo]
+
+    @classmethod
+    def from_dead(cls, dead: DeadDelivery) -> DeliveryInfo:
+        d = dead.delivery
+        return cls(id=strawberry.ID(str(d.id)), idempotency_key=d.idempotency_key, channel=d.channel,
+                   priority=AlertPriority(d.priority), status=d.status, attempts=d.attempts,
+                   next_attempt_at=d.next_attempt_at, last_error=d.last_error, created_at=d.created_at,
+                   log=[DeliveryAttemptInfo(at=line.at, attempt=line.attempt, outcome=line.outcome,
+                                            status_code=line.status_code, error=line.error,
+                                            duration_ms=line.duration_ms) for line in dead.log])  # fmt: skip

@@ -7,7 +7,7 @@ import strawberry
 
 from app.api.context import Info
 from app.api.types.source import OutletKindEnum, SourceNode
-from app.places.gazetteer import countries
+from app.places.countries import country_names
 from app.places.perspectives import OutletGroup, StoryPerspectives
 from app.places.repository import PlaceMention
 
@@ -25,7 +25,8 @@ class Place:
 
     @classmethod
     def of(cls, place: PlaceMention) -> Place:
-        return cls(name=place.name, country=place.country, country_name=countries().get(place.country, place.country),
+        named = country_names().get(place.country, place.country)
+        return cls(name=place.name, country=place.country, country_name=named,
                    region=place.region, mentions=place.mentions)  # fmt: skip
 
 
@@ -48,7 +49,7 @@ class PerspectiveGroup:
     @classmethod
     def of(cls, group: OutletGroup, *, kind: bool = True, country: bool = True) -> PerspectiveGroup:
         code = group.country if country else None
-        return cls(country=code, country_name=countries().get(code) if code else None,
+        return cls(country=code, country_name=country_names().get(code) if code else None,
                    outlet_kind=group.kind if kind else None, outlet_count=len(group.source_ids),
                    article_count=group.articles, source_ids=group.source_ids)  # fmt: skip
 

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Annotated
 
 import strawberry
 from strawberry import relay
 
 from app.api.context import Info
+from app.api.errors import bad_argument
 from app.api.relay import after_time_key, encode_cursor, page_size
 from app.api.types.article import ArticleNode
 from app.api.types.story import StoryNode, load_story
 from app.sharing.models import ShareLink, ShareTargetKind
-from app.sharing.service import MAX_DAYS, ShareErrorCode, daily_clicks, links_page
+from app.sharing.service import MAX_DAYS, ShareErrorCode, links_page
 
 ShareErrorCodeEnum = strawberry.enum(ShareErrorCode, name="ShareErrorCode")
 ShareTarget = Annotated[ArticleNode | StoryNode, strawberry.union("ShareTarget")]
@@ -67,25 +67,17 @@ class ShareLinkNode:
     async def total_clicks(self, info: Info) -> int:
         return await info.context.loaders.share_clicks_by_link.load(self.row.id)
 
-    @strawberry.field(description=f"Clicks of the last `days` days, today included (1 to {MAX_DAYS}).")
+    @strawberry.field(
+        description=f"Clicks of the last `days` days, today included (1 to {MAX_DAYS}: BAD_USER_INPUT beyond)."
+    )
     async def clicks(self, info: Info, days: int = 30) -> ShareLinkClicks:
-        today = datetime.now(UTC).date()
-        async with info.context.services.db() as session:
-            rows = await daily_clicks(session, self.row.id, days, today)
-        per_day: dict[date, list[int]] = defaultdict(lambda: [0, 0])
-        per_host: dict[str, int] = defaultdict(int)
-        for row in rows:
-            per_day[row.day][0] += row.clicks
-            per_day[row.day][1] += row.previews
-            if row.clicks:
-                per_host[row.referrer_host] += row.clicks
-        span = max(1, min(days, MAX_DAYS))
-        calendar = [date.fromordinal(today.toordinal() - back) for back in reversed(range(span))]
+        if not 1 <= days <= MAX_DAYS:
+            raise bad_argument(f"`days` must be between 1 and {MAX_DAYS}, got {days}")
+        found = await info.context.loaders.share_link_days_by_link.load((self.row.id, days))
         return ShareLinkClicks(
-            total=sum(c for c, _ in per_day.values()), previews=sum(p for _, p in per_day.values()),
-            by_day=[ShareLinkDay(day=d, clicks=per_day[d][0], previews=per_day[d][1]) for d in calendar],
-            by_referrer=[ShareLinkReferrer(host=h, clicks=c)
-                         for h, c in sorted(per_host.items(), key=lambda item: (-item[1], item[0]))],
+            total=found.total, previews=found.previews,
+            by_day=[ShareLinkDay(day=d.day, clicks=d.clicks, previews=d.previews) for d in found.by_day],
+            by_referrer=[ShareLinkReferrer(host=host, clicks=clicks) for host, clicks in found.by_referrer],
         )  # fmt: skip
 
     @classmethod
