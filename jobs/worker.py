@@ -42,7 +42,7 @@ from jobs.articles import fetch_article_text_job
 from jobs.backlogs import SAMPLE_SECONDS, sample_backlogs_job
 from jobs.crawl import crawl_priority_job, crawl_tick, ingest_push_job, refresh_source_job
 from jobs.loop import ResilientWorker, retried_on_redis
-from jobs.notifications import deliver_webhooks_job, fan_out_job, send_digests_job
+from jobs.notifications import deliver_webhooks_job, expire_alert_hours_job, fan_out_job, send_digests_job
 from jobs.outbox import relay_outbox_job
 from jobs.retention import RETENTION_TIMEOUT_S, retention_job
 from jobs.search import recent_index_job, stored_bodies_job, sync_search_job
@@ -219,6 +219,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             _cron(fan_out_job, second=tick_seconds(2)),  # urgent alerts: < 30 s from breaking to delivery
             _cron(deliver_webhooks_job, second=tick_seconds(2)),
             _cron(send_digests_job, second={45}),
+            _cron(expire_alert_hours_job, **_every(300)),
             _cron(sync_search_job, second=tick_seconds(5)),
             _cron(sweep_job, second=tick_seconds(settings.sweep_seconds), run_at_startup=True),
             _cron(sample_backlogs_job, second=tick_seconds(SAMPLE_SECONDS), run_at_startup=True),

@@ -95,3 +95,18 @@ async def until_subscribed(services: Services, count: int, seconds: float = 10) 
                 break
             await asyncio.sleep(0.01)
     await until_listening(services, NOTIFICATION_ADDED)
+
+
+async def add_digest_entries(services: Services, user_ids: list[int], count: int, *, title: str = "Story") -> None:
+    """`count` digest entries of each reader, due now, about stories 1..count (every 100th urgent, the others story
+    updates; story n broke n minutes ago), as the fan-out writes them, in one statement."""
+    async with services.engine.begin() as connection:
+        await connection.execute(text("""
+            INSERT INTO deliveries (idempotency_key, user_id, event_id, channel, priority, next_attempt_at, payload,
+                                    event_at)
+            SELECT g || '/' || u || '/email', u, g, 'email', 'batch', now(), jsonb_build_object(
+                       'story_id', g, 'title', CAST(:title AS text) || ' ' || g, 'source_count', 6, 'at', now()::text,
+                       'priority', CASE WHEN g % 100 = 0 THEN 'urgent' ELSE 'normal' END),
+                   now() - g * interval '1 minute'
+            FROM unnest(CAST(:users AS bigint[])) u, generate_series(1, :n) g"""),
+            {"users": user_ids, "n": count, "title": title})  # fmt: skip

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from email import message_from_bytes
-from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
 from prometheus_client import REGISTRY
 from sqlalchemy import text
 
@@ -18,6 +15,7 @@ from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings
 from tests.alerts import add_reader, count
+from tests.mailboxes import Mailbox, smtp_server
 from tests.newsroom import add_breaking_event
 
 EMAIL_DELIVERED = ("newsagg_alert_deliveries_total", {"channel": "email", "outcome": "delivered"})
@@ -27,22 +25,11 @@ def _metric(name: str, labels: dict[str, str] | None = None) -> float:
     return REGISTRY.get_sample_value(name, labels or {}) or 0.0
 
 
-class Mailbox:
-    def __init__(self) -> None:
-        self.messages: list[Any] = []
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        self.messages.append((envelope.rcpt_tos, message_from_bytes(envelope.content)))
-        return "250 OK"
-
-
 @pytest.fixture
 def smtp() -> Iterator[tuple[Mailbox, int]]:
-    mailbox, port = Mailbox(), free_port()
-    controller = Controller(mailbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    yield mailbox, port
-    controller.stop()
+    mailbox = Mailbox()
+    with smtp_server(mailbox) as port:
+        yield mailbox, port
 
 
 async def test_an_hourly_digest_lists_the_hours_stories_in_one_email(services: Services, settings: Settings,
@@ -64,7 +51,7 @@ async def test_an_hourly_digest_lists_the_hours_stories_in_one_email(services: S
     sent, delivered = _metric("newsagg_alert_digest_emails_sent_total"), _metric(*EMAIL_DELIVERED)
     assert await send_digests(services.engine, mail) == 1
     assert (_metric("newsagg_alert_digest_emails_sent_total") - sent, _metric(*EMAIL_DELIVERED) - delivered) == (1, 3)
-    [(recipients, message)] = mailbox.messages
+    [(recipients, message, _)] = mailbox.messages
     assert recipients == ["digest@example.com"]
     assert message["Subject"] == "newsagg: 3 stories for you"
     body = message.get_payload()

@@ -12,6 +12,8 @@ from sqlalchemy import text
 from app.notifications.fanout import fan_out
 from app.services import Services
 from app.settings import Settings
+from jobs.notifications import expire_alert_hours_job
+from jobs.worker import worker_options
 from tests.alerts import add_breaking_events, add_endpoint, add_reader, add_readers, count
 from tests.newsroom import add_breaking_event
 
@@ -145,3 +147,20 @@ async def test_an_event_whose_fan_out_keeps_failing_is_retried_then_dead(service
     assert (dead, row.status, row.attempts) == ([row.event_id], "dead", 3)
     assert row.last_error.startswith("KeyError")
     assert (await fan_out(services.engine, quick)).dead == []  # dead is dead: not taken again
+
+
+async def test_old_hourly_counts_go_on_their_own_schedule_not_with_each_fan_out(
+    services: Services, settings: Settings
+) -> None:
+    await add_readers(services, 3)
+    async with services.engine.begin() as connection:  # counts of this hour, the last one and the one before
+        await connection.execute(text("INSERT INTO alert_hours (user_id, hour, sent) SELECT u.id, "
+                                      "date_trunc('hour', now()) - h * interval '1 hour', 1 FROM users u, "
+                                      "generate_series(0, 2) h"))  # fmt: skip
+    await add_breaking_event(services, 1)
+    await fan_out(services.engine, settings)
+    assert await count(services, "SELECT count(*) FROM alert_hours") == 9  # the fan-out deletes nothing
+    assert await expire_alert_hours_job({"services": services}) == 3  # the hour before the last goes
+    assert await count(services, "SELECT count(DISTINCT hour) FROM alert_hours") == 2
+    crons = {job.name: job for job in worker_options(settings)["cron_jobs"]}
+    assert crons["cron:expire_alert_hours_job"].minute == set(range(0, 60, 5))

@@ -42,7 +42,7 @@ _RECORD = text("""
     updated AS (
         UPDATE deliveries d SET status = o.status, last_error = o.error,
                next_attempt_at = now() + o.wait * interval '1 second',
-               delivered_at = CASE WHEN o.status = 'delivered' THEN now() END
+               delivered_at = CASE WHEN o.status IN ('delivered', 'covered') THEN now() END
         FROM outcome o WHERE d.id = o.id
         RETURNING d.id, d.attempts)
     INSERT INTO delivery_log (delivery_id, attempt, outcome, status_code, error, duration_ms)

@@ -1,81 +1,106 @@
-"""Email digests: a reader's due digest entries (hourly or daily, app/notifications/fanout_sql.py) sent as one
-plain-text email over SMTP (smtplib in a thread), STARTTLS or implicit TLS as configured. Each entry is a delivery:
-claimed with a lease, marked delivered with the email, retried with back-off and dead after N attempts if the
-server keeps refusing."""
+"""Email digests: each reader's due digest entries (hourly or daily, app/notifications/fanout_sql.py) sent as one
+plain-text email of bounded size (app/notifications/digest_email.py), a run's emails over one SMTP connection
+(app/notifications/mailer.py). Each entry is a delivery: leased with its reader's other entries, marked delivered
+(listed) or covered (counted in the "and N more" line) with the email, retried with back-off and dead after N
+attempts if the server keeps refusing.
+
+Lease: a claim takes at most CLAIM_READERS readers, whose emails go one after another, each cut off at its budget
+(`mailer.budget`, three SMTP timeouts); so a claim's emails are done within CLAIM_READERS budgets, and its lease is
+that plus RECORD_MARGIN_S to record them. A sender also checks its own clock (started before the claim: it errs
+early) before each email, and leaves one that might not be sent and recorded inside the lease to the next claim:
+no email is sent once its entries may have been leased to another sender.
+
+At least once: an email sent whose sending could not be recorded (the database went away) is sent again when its
+lease ends, with the same Message-ID (a digest of its entries) when no entry joined in between."""
 
 from __future__ import annotations
 
-import asyncio
-import smtplib
-import ssl
+import logging
 import time
 from collections import defaultdict
-from email.message import EmailMessage
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.notifications import delivery_repository as deliveries
+from app.notifications import digest_repository as digests
+from app.notifications.digest_email import compose
+from app.notifications.mailer import Mailer, budget
 from app.observability.alerts import count_deliveries, count_digest_emails
 from app.settings import Settings
 
-CLAIM = 2000  # digest entries one run claims
+log = logging.getLogger(__name__)
+CLAIM_READERS = 20  # readers one claim leases (all their due entries)
+RECORD_MARGIN_S = 60.0  # of a lease, kept for recording its emails' outcomes
+RUN_SECONDS = 50.0  # a run claims no more after this (the cron starts one a minute; the next goes on)
+Outcome = tuple[int, str, float, str | None, int | None, float | None]
 
 
-def compose(settings: Settings, to: str, entries: list[dict[str, Any]]) -> EmailMessage:
-    message = EmailMessage()
-    message["From"], message["To"] = settings.smtp_from, to
-    message["Subject"] = f"newsagg: {len(entries)} {'story' if len(entries) == 1 else 'stories'} for you"
-    lines = [f"- {e.get('title', '')} ({e.get('source_count') or '?'} outlets, {e.get('at', '')[:16]})"
-             for e in entries]  # fmt: skip
-    message.set_content("Your newsagg digest:\n\n" + "\n".join(lines) + "\n")
-    return message
+@dataclass(frozen=True)
+class Leased:
+    readers: dict[int, list[Any]]  # each reader's entries, best first
+    send_before: float  # time.monotonic() after which no email of the claim may start
 
 
-def _send(settings: Settings, message: EmailMessage) -> None:
-    """Blocking: run in a thread."""
-    assert settings.smtp_host
-    timeout = settings.webhook_timeout_seconds * 2
-    if settings.smtp_tls == "tls":
-        smtp: smtplib.SMTP = smtplib.SMTP_SSL(settings.smtp_host, settings.smtp_port, timeout=timeout,
-                                              context=ssl.create_default_context())  # fmt: skip
-    else:
-        smtp = smtplib.SMTP(settings.smtp_host, settings.smtp_port, timeout=timeout)
-    with smtp:
-        if settings.smtp_tls == "starttls":
-            smtp.starttls(context=ssl.create_default_context())
-        if settings.smtp_username:
-            smtp.login(settings.smtp_username, settings.smtp_password or "")
-        smtp.send_message(message)
+def lease_seconds(settings: Settings) -> float:
+    return CLAIM_READERS * budget(settings) + RECORD_MARGIN_S
 
 
 async def send_digests(engine: AsyncEngine, settings: Settings) -> int:
     """Sends every due digest; returns how many emails went out. Without `smtp_host`, entries wait."""
     if not settings.smtp_host:
         return 0
+    sent, stop, mailer = 0, time.monotonic() + RUN_SECONDS, Mailer(settings)
+    try:
+        while time.monotonic() < stop and (leased := await lease(engine, settings)).readers:
+            sent += await deliver(engine, settings, mailer, leased)
+    finally:
+        await mailer.close()
+    return sent
+
+
+async def lease(engine: AsyncEngine, settings: Settings) -> Leased:
+    """The due entries of the next few readers, leased to this sender."""
+    started, lease_for = time.monotonic(), lease_seconds(settings)
     async with engine.begin() as connection:
-        claimed = await deliveries.claim(connection, "email", limit=CLAIM, lease_seconds=300)
-        emails = await deliveries.emails(connection, list({r.user_id for r in claimed}))
-    by_reader: dict[int, list[Any]] = defaultdict(list)
-    for row in claimed:
-        by_reader[row.user_id].append(row)
-    recorded: list[tuple[int, str, float, str | None, int | None, float | None]] = []
+        rows = await digests.claim(connection, readers=CLAIM_READERS, top=settings.digest_max_stories,
+                                   lease_seconds=lease_for)  # fmt: skip
+    readers: dict[int, list[Any]] = defaultdict(list)
+    for row in rows:
+        readers[row.user_id].append(row)
+    return Leased(dict(readers), started + lease_for - RECORD_MARGIN_S)
+
+
+async def deliver(engine: AsyncEngine, settings: Settings, mailer: Mailer, leased: Leased) -> int:
+    """Sends the leased digests and records each entry's outcome; how many emails the server accepted."""
+    async with engine.connect() as connection:
+        emails = await deliveries.emails(connection, list(leased.readers))
+    recorded: list[Outcome] = []
     sent = 0
-    for user_id, rows in by_reader.items():
-        started = time.perf_counter()
-        message = compose(settings, emails[user_id], [r.payload for r in sorted(rows, key=lambda r: r.event_id)])
-        try:
-            await asyncio.to_thread(_send, settings, message)
-            error = None
-            sent += 1
-        except (smtplib.SMTPException, OSError) as failure:
-            error = f"{type(failure).__name__}: {failure}"[:500]
-        duration = (time.perf_counter() - started) * 1000
-        for row in rows:
-            status, wait = settings.notify_retries.settle(row.attempts, error is not None)
-            recorded.append((row.id, status, wait, error, None, duration))
+    for user_id, rows in leased.readers.items():
+        if user_id not in emails:  # the account was deleted since the claim: its entries went with it (cascade)
+            log.info("notifications: no digest for reader %d, whose account is gone", user_id)
+        elif time.monotonic() + budget(settings) > leased.send_before:
+            break  # it might outlast the lease: the entries left are claimed again when the lease ends
+        else:
+            error = await _send(settings, mailer, emails[user_id], user_id, rows, recorded)
+            sent += error is None
     async with engine.begin() as connection:
         await deliveries.record(connection, recorded)
     count_deliveries("email", (status for _, status, *_ in recorded))
     count_digest_emails(sent)
     return sent
+
+
+async def _send(settings: Settings, mailer: Mailer, to: str, user_id: int, rows: list[Any],
+                recorded: list[Outcome]) -> str | None:  # fmt: skip
+    """One reader's digest sent; its entries' outcomes added to `recorded`. None, or why it was not sent."""
+    digest, started = compose(settings, to, user_id, rows), time.perf_counter()
+    error = await mailer.send(digest.message)
+    duration = (time.perf_counter() - started) * 1000
+    for row in rows:
+        settled, wait = settings.notify_retries.settle(row.attempts, error is not None)
+        status = "covered" if settled == "delivered" and row.id not in digest.listed else settled
+        recorded.append((row.id, status, wait, error, None, duration))
+    return error

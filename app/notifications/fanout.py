@@ -18,12 +18,11 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
-from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.notifications import repository as fanouts
-from app.notifications.fanout_sql import BREAKING_FAN_OUT, FOLLOWER_FAN_OUT
+from app.notifications.fanout_sql import write_batch
 from app.notifications.live import NOTIFICATION_ADDED
 from app.observability.alerts import count_notified
 from app.realtime.broadcast import publish
@@ -64,7 +63,6 @@ async def fan_out(engine: AsyncEngine, settings: Settings, redis: Redis | None =
     """Fans out every event waiting (up to BATCHES_PER_RUN batches)."""
     async with engine.begin() as connection:
         await fanouts.enqueue_events(connection, TOPICS, lookback_seconds=settings.notify_lookback_seconds)
-        await fanouts.prune_hours(connection)
     report = FanoutReport()
     while report.batches < BATCHES_PER_RUN:
         async with engine.begin() as connection:
@@ -89,6 +87,8 @@ async def _one_batch(connection: AsyncConnection, row: Any, settings: Settings, 
                 return []
             result = await _batch(connection, row, alert, settings)
     except (SQLAlchemyError, KeyError, TypeError, ValueError) as error:
+        if isinstance(error, DBAPIError) and error.connection_invalidated:
+            raise  # PostgreSQL went away: no failure of the event's; the run fails and the next one takes it up
         reason = f"{type(error).__name__}: {error}"
         status, wait = settings.notify_retries.settle(row.attempts + 1, True)
         await fanouts.mark_failed(connection, row.event_id, reason, dead=status == "dead", wait_seconds=wait)
@@ -114,14 +114,10 @@ async def _batch(connection: AsyncConnection, row: Any, alert: Alert, settings: 
         "priority": alert.priority, "story": alert.story_id, "title": alert.title, "event_at": alert.at,
         "payload": json.dumps(alert.payload), "digest_hour": settings.digest_hour,
     }  # fmt: skip
-    # asyncpg prepares the statement, and PostgreSQL's generic plan for it (chosen from the sixth run on) walks
-    # readers without knowing `after`: 10 times slower per batch. A custom plan each time.
-    await connection.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
     if alert.kind == "breaking":
         sources, entities = await fanouts.story_outlets(connection, alert.story_id)
         params |= {"topics": alert.topics, "languages": alert.languages, "sources": sources, "entities": entities}
-        return (await connection.execute(text(BREAKING_FAN_OUT), params)).one()
-    return (await connection.execute(text(FOLLOWER_FAN_OUT), params)).one()
+    return await write_batch(connection, alert.kind, params)
 
 
 async def _alert(connection: AsyncConnection, topic: str, payload: dict[str, Any], written: datetime) -> Alert | None:
@@ -136,16 +132,16 @@ async def _alert(connection: AsyncConnection, topic: str, payload: dict[str, Any
         return Alert("breaking", "urgent", story_id, title, at, topics, languages, body)
     if "merged_into" in payload:
         return None
-    title = await connection.scalar(text("SELECT title FROM story_clusters WHERE id = :id"), {"id": story_id})
-    if title is None:
+    headline = await fanouts.story_title(connection, story_id)
+    if headline is None:
         return None
     at = datetime.fromisoformat(payload["last_updated_at"]) if payload.get("last_updated_at") else written
     body = {"type": topic, "kind": "story_update", "priority": "normal", "story_id": story_id, "at": at.isoformat(),
-            "title": title, "source_count": payload.get("source_count"),
+            "title": headline, "source_count": payload.get("source_count"),
             "article_count": payload.get("article_count")}  # fmt: skip
     if payload.get("merged_from"):  # stories merged into this one: their followers follow it now
         body["merged_from"] = [int(i) for i in payload["merged_from"]]
-    return Alert("story_update", "normal", story_id, title, at, [], [], body)
+    return Alert("story_update", "normal", story_id, headline, at, [], [], body)
 
 
 async def _announce(redis: Redis, event_id: int, user_ids: list[int]) -> None:

@@ -126,7 +126,7 @@ class DeliveryAttempt(Base):
     delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id", ondelete="CASCADE"))
     at: Mapped[datetime] = created_at_column()
     attempt: Mapped[int] = mapped_column(Integer)
-    outcome: Mapped[str] = mapped_column(String(12))  # delivered / failed / dead / refused / replayed
+    outcome: Mapped[str] = mapped_column(String(12))  # delivered / covered / failed / dead / refused / replayed
     status_code: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
     duration_ms: Mapped[float | None]

@@ -77,15 +77,28 @@ async def story_outlets(db: Executor, story_id: int) -> tuple[list[int], list[st
     return list(row[0]), list(row[1])
 
 
-async def prune_hours(db: Executor) -> None:
-    """Hourly counts older than the current hour count nothing any more."""
-    await db.execute(text("DELETE FROM alert_hours WHERE hour < date_trunc('hour', now()) - interval '1 hour'"))
+async def story_title(db: Executor, story_id: int) -> str | None:
+    """The story's title; None for a story since deleted."""
+    title = await db.scalar(text("SELECT title FROM story_clusters WHERE id = :id"), {"id": story_id})
+    return None if title is None else str(title)
+
+
+async def prune_hours(db: Executor) -> int:
+    """Hourly counts older than the previous hour count nothing any more; how many went."""
+    result = await db.execute(
+        text("DELETE FROM alert_hours WHERE hour < date_trunc('hour', now()) - interval '1 hour'")
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 # kind -> (table, its key, which rows are due): dead deliveries stay for administrators to see and replay
 _DUE = {
     "notifications": ("notifications", "id", "created_at < :before"),
-    "deliveries": ("deliveries", "id", "created_at < :before AND status IN ('delivered', 'pending', 'failed')"),
+    "deliveries": (
+        "deliveries",
+        "id",
+        "created_at < :before AND status IN ('delivered', 'covered', 'pending', 'failed')",
+    ),
     "fanouts": ("notification_fanouts", "event_id", "status = 'done' AND created_at < :before"),
 }
 PRUNED = tuple(_DUE)  # the kinds of alert rows retention deletes

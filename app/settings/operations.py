@@ -122,6 +122,22 @@ class OperationsSettings(BaseSettings):
     smtp_from: str = Field(default="newsagg <alerts@localhost>", description="From address of digests.")
     digest_hour: int = Field(default=8, ge=0, le=23, description="Local hour (the reader's time zone) of the daily "
                              "digest.")  # fmt: skip
+    smtp_timeout_seconds: float = Field(
+        default=10, gt=0, description="Timeout of each SMTP operation; a digest email that takes three times this "
+        "(a reconnection included) is cut off and retried later.",
+    )  # fmt: skip
+    smtp_messages_per_connection: int = Field(
+        default=100, ge=1, description="Digest emails sent over one SMTP connection before it is opened again (a "
+        "server that allows fewer says so with a 421, and the connection is opened again then).",
+    )  # fmt: skip
+    digest_max_stories: int = Field(
+        default=50, ge=1, description="Stories one digest email lists (urgent first, then the newest); the others "
+        "are counted in an `and N more` line and not sent again.",
+    )  # fmt: skip
+    digest_max_bytes: int = Field(
+        default=65536, ge=4096, description="Size cap of one digest email, headers included: stories that do not "
+        "fit are counted with those left out.",
+    )  # fmt: skip
 
     # --- real-time delivery and Redis --------------------------------------------------------------------------------
     broadcast_catch_up_seconds: float = Field(
