@@ -6,14 +6,25 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+import pytest
 from sqlalchemy import delete, func, insert, select
+from sqlalchemy.exc import DBAPIError
 
 from app.articles.models import Article
 from app.services import Services
 from app.settings import Settings
 from app.sharing import codes
-from app.sharing.counters import CLICK, FLUSHING, PENDING, PREVIEW, Cached, ShareCounters
-from app.sharing.flush import flush_clicks
+from app.sharing.counters import (
+    CLICK,
+    FLUSHING,
+    PENDING,
+    PREVIEW,
+    REFUSED,
+    SET_ASIDE_SECONDS,
+    Cached,
+    ShareCounters,
+)
+from app.sharing.flush import REFUSALS_BEFORE_SET_ASIDE, flush_clicks
 from app.sharing.models import ShareLink, ShareLinkDay, ShareTargetKind
 from tests.conftest import GraphQLClient, count_queries
 from tests.newsroom import sign_up
@@ -69,3 +80,32 @@ async def test_the_clicks_of_5000_links_are_flushed_in_a_few_statements(
     assert tuple(stored) == (2 * (LINKS - DELETED), LINKS - DELETED, LINKS - DELETED)
     assert clicked == LINKS  # an article counts its clicks whether or not the link is still there
     assert not await services.redis.exists(PENDING, FLUSHING)
+
+
+async def test_a_batch_postgresql_keeps_refusing_is_set_aside_and_the_clicks_after_it_are_written(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    # given a batch whose count does not fit its column (PostgreSQL refuses it while reachable), and two links
+    _, articles = await stored_articles(services, settings, 2)
+    (poisoned, _, article), (healthy, healthy_code, other) = await links_to(services, gql, articles)
+    day = datetime.now(UTC).strftime("%Y-%m-%d")
+    await services.redis.hset(PENDING, f"{poisoned}|{article}|0|{day}|site.example|{CLICK}", str(2**40))
+    now = datetime.now(UTC)
+    # when the flush runs: it fails twice, keeping the batch, and the third refusal sets it aside
+    for _ in range(REFUSALS_BEFORE_SET_ASIDE - 1):
+        with pytest.raises(DBAPIError):
+            await flush_clicks(services.db, services.redis, now)
+        assert await services.redis.exists(FLUSHING)
+        fill = Cached(healthy, other, 0, "https://wire.example/")
+        await ShareCounters(services.redis).visit(healthy_code, fill, 3600, CLICK, day, "news.example", "reader")
+    flushed = await flush_clicks(services.db, services.redis, now)
+    # then the clicks counted meanwhile are written, and the refused batch waits in Redis under its id for an operator
+    assert flushed.clicks == 1
+    async with services.db() as session:
+        days = (await session.execute(select(ShareLinkDay.link_id, ShareLinkDay.clicks))).all()
+    assert [tuple(row) for row in days] == [(healthy, 1)]
+    aside = [key async for key in services.redis.scan_iter(match=REFUSED + "*")]
+    assert len(aside) == 1
+    assert not await services.redis.exists(FLUSHING, PENDING)
+    assert 0 < await services.redis.ttl(aside[0]) <= SET_ASIDE_SECONDS
+    assert (await flush_clicks(services.db, services.redis, now)).clicks == 0

@@ -17,6 +17,9 @@ PREFIX = "newsagg:share:"
 PENDING = PREFIX + "pending"
 FLUSHING = PREFIX + "flushing"
 FLUSHING_ID = PREFIX + "flushing:id"
+FLUSHING_REFUSALS = PREFIX + "flushing:refusals"
+REFUSED = PREFIX + "refused:"  # + batch id: a batch PostgreSQL kept refusing, kept for an operator to look at
+SET_ASIDE_SECONDS = 30 * 86400
 CLICK, PREVIEW = "c", "p"
 MARKER_SECONDS = 26 * 3600  # a UTC day, and the clock skew between processes
 
@@ -97,4 +100,16 @@ class ShareCounters:
         return batch.decode(), {key.decode(): int(value) for key, value in fields.items()}
 
     async def done(self) -> None:
-        await self.redis.delete(FLUSHING, FLUSHING_ID)
+        await self.redis.delete(FLUSHING, FLUSHING_ID, FLUSHING_REFUSALS)
+
+    async def refused(self) -> int:
+        """Counts one more refusal of the batch being flushed; how many so far."""
+        return int(await self.redis.incr(FLUSHING_REFUSALS))
+
+    async def set_aside(self, batch_id: str) -> None:
+        """The batch out of the flush's way, under its id for 30 days, so the clicks after it are written."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.rename(FLUSHING, REFUSED + batch_id)
+            pipe.expire(REFUSED + batch_id, SET_ASIDE_SECONDS)
+            pipe.delete(FLUSHING_ID, FLUSHING_REFUSALS)
+            await pipe.execute()

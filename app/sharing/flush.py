@@ -9,16 +9,22 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime
 
+from prometheus_client import Counter as Metric
 from redis.asyncio import Redis
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.resilience.outage import unreachable
 from app.sharing import repository as links
-from app.sharing.counters import CLICK, ShareCounters
+from app.sharing.counters import CLICK, REFUSED, ShareCounters
 from app.trending.store import record_engagements
 
 log = logging.getLogger(__name__)
 BATCH_MEMORY_DAYS = 7
 CLICK_WEIGHT = 1.0  # a click on a shared link weighs as a reader's click does in trending (app/trending/store.py)
+REFUSALS_BEFORE_SET_ASIDE = 3  # a batch PostgreSQL refuses this often (not for being away) stops blocking the rest
+BATCHES_SET_ASIDE = Metric("newsagg_share_click_batches_set_aside", "Click batches PostgreSQL refused "
+                   f"{REFUSALS_BEFORE_SET_ASIDE} times (not an outage), kept aside in Redis for 30 days")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +40,8 @@ class Flushed:
 async def flush_clicks(db: async_sessionmaker[AsyncSession], redis: Redis, now: datetime) -> Flushed:
     """The clicks waiting in Redis: a batch a failed flush left (PostgreSQL or Redis away), then those counted since.
     A batch stays in Redis until its transaction has committed; its id, written in that transaction, stops a second
-    write of it when the flush dies between the two."""
+    write of it when the flush dies between the two. A batch PostgreSQL refuses three times while reachable (a
+    count past its column, say) is set aside in Redis and logged, so the clicks after it are not held up forever."""
     counters = ShareCounters(redis)
     total = Flushed(0, 0, 0)
     for _ in range(2):
@@ -42,7 +49,16 @@ async def flush_clicks(db: async_sessionmaker[AsyncSession], redis: Redis, now: 
         taken = await counters.take_batch(new_id)
         if taken is None:
             break
-        total = total + await _write(db, redis, *taken, now)
+        try:
+            total = total + await _write(db, redis, *taken, now)
+        except SQLAlchemyError as error:
+            if unreachable(error) or await counters.refused() < REFUSALS_BEFORE_SET_ASIDE:
+                raise
+            await counters.set_aside(taken[0])
+            BATCHES_SET_ASIDE.inc()
+            log.error("share clicks: batch %s refused %d times, set aside in Redis under %s%s: %s", taken[0],
+                      REFUSALS_BEFORE_SET_ASIDE, REFUSED, taken[0], error)  # fmt: skip
+            continue
         await counters.done()
         if taken[0] == new_id:
             break
