@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from prometheus_client import REGISTRY
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from app.articles.models import Article
 from app.articles.repository import NewArticle, insert_new
@@ -239,3 +239,23 @@ async def test_a_worker_alone_reads_nothing_back_and_still_sees_another_workers_
     assert a[ids[0]] == c[ids[3]] == d[ids[4]] != b[ids[1]] == c[ids[2]]
     assert first.state.stories[a[ids[0]]].size == 3
     assert first.state.stories[b[ids[1]]].size == 2
+
+
+async def test_a_large_story_is_stored_lz4_compressed_and_read_back_whole(services: Services,
+                                                                         settings: Settings) -> None:  # fmt: skip
+    """A story with hundreds of terms is TOASTed on every save: compressed with LZ4 (migration 0028), and another
+    worker reads the very centroid the first one holds."""
+    [article_id] = await stored(services, settings, [FED[0]])
+    summary = " ".join(f"taperword{n:04d}" for n in range(400))
+    async with services.db.begin() as session:
+        await session.execute(update(Article).where(Article.id == article_id).values(summary=summary))
+    writer, reader = ClusteringCache(), ClusteringCache()
+    [story_id] = (await cluster_articles(services.engine, [article_id], writer)).values()
+    async with reader.locked(services.engine) as connection:
+        state = await reader.catch_up(connection, since=datetime.now(UTC) - timedelta(hours=1))
+    assert len(state.stories[story_id].centroid) > 400
+    assert state.stories[story_id].centroid == writer.state.stories[story_id].centroid
+    async with services.db() as session:
+        method = await session.scalar(select(func.pg_column_compression(StoryCluster.centroid))
+                                      .where(StoryCluster.id == story_id))  # fmt: skip
+    assert method == "lz4"
