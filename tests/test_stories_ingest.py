@@ -243,7 +243,7 @@ async def test_a_worker_alone_reads_nothing_back_and_still_sees_another_workers_
 
 async def test_a_large_story_is_stored_lz4_compressed_and_read_back_whole(services: Services,
                                                                          settings: Settings) -> None:  # fmt: skip
-    """A story with hundreds of terms is TOASTed on every save: compressed with LZ4 (migration 0028), and another
+    """A story with hundreds of terms is TOASTed on every save: compressed with LZ4 (migration 0030), and another
     worker reads the very centroid the first one holds."""
     [article_id] = await stored(services, settings, [FED[0]])
     summary = " ".join(f"taperword{n:04d}" for n in range(400))

@@ -7,8 +7,8 @@ times slower than LZ4; the same batch upsert of 48 stories with such centroids t
 Only values written from now on are LZ4 (nothing is rewritten, no lock held beyond the catalog change); both kinds
 read the same. A server built without LZ4 keeps pglz.
 
-Revision ID: 0028
-Revises: 0027
+Revision ID: 0030
+Revises: 0029
 Create Date: 2026-11-26
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0028"
-down_revision: str | None = "0027"
+revision: str = "0030"
+down_revision: str | None = "0029"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
