@@ -52,7 +52,7 @@ async def flush_clicks(db: async_sessionmaker[AsyncSession], redis: Redis, now: 
         try:
             total = total + await _write(db, redis, *taken, now)
         except SQLAlchemyError as error:
-            if unreachable(error) or await counters.refused() < REFUSALS_BEFORE_SET_ASIDE:
+            if not _refusal(error) or await counters.refused() < REFUSALS_BEFORE_SET_ASIDE:
                 raise
             await counters.set_aside(taken[0])
             BATCHES_SET_ASIDE.inc()
@@ -77,9 +77,17 @@ async def _write(db: async_sessionmaker[AsyncSession], redis: Redis, batch_id: s
         await links.forget_batches(session, BATCH_MEMORY_DAYS)
     for article_id, story_id in stories.items():
         story_clicks[story_id] += article_clicks[article_id]
-    # before the batch leaves Redis: a flush that dies in between does not count it twice in trending either
+    # after the commit and before the batch leaves Redis: a batch counts at most once in trending. Redis failing right
+    # here loses its engagement (the next flush finds the batch written and drops it); its clicks are stored.
     await record_engagements(redis, {story: CLICK_WEIGHT * n for story, n in story_clicks.items()}, now)
     return Flushed(sum(d.clicks for d in days), sum(d.previews for d in days), rows)
+
+
+def _refusal(error: SQLAlchemyError) -> bool:
+    """Whether PostgreSQL refused the batch's data itself (SQLSTATE class 22, data exception, or 23, integrity),
+    which trying again will not change; an outage, a deadlock or a lock timeout passes and counts for nothing."""
+    sqlstate = str(getattr(getattr(error, "orig", None), "sqlstate", None) or "")
+    return not unreachable(error) and sqlstate.startswith(("22", "23"))
 
 
 def _tally(fields: dict[str, int]) -> tuple[list[links.DayCount], Counter[int], Counter[int]]:
