@@ -14,7 +14,6 @@ Create Date: 2026-11-26
 
 from collections.abc import Sequence
 
-import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0030"
@@ -23,18 +22,20 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 COLUMNS = ("centroid", "source_ids", "recent_arrivals")  # rewritten with every save, growing with the story
-LZ4_BUILT = sa.text("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
 
 
-def _compress(method: str) -> None:
-    for column in COLUMNS:
-        op.execute(f"ALTER TABLE story_clusters ALTER COLUMN {column} SET COMPRESSION {method}")
+def _compress(method: str) -> str:
+    return "ALTER TABLE story_clusters " + ", ".join(f"ALTER COLUMN {c} SET COMPRESSION {method}" for c in COLUMNS)
 
 
-def upgrade() -> None:
-    if op.get_bind().scalar(LZ4_BUILT):
-        _compress("lz4")
+def upgrade() -> None:  # asked of the server in SQL, so that `alembic upgrade --sql` writes it too
+    op.execute(f"""
+DO $$ BEGIN
+  IF EXISTS (SELECT FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)) THEN
+    {_compress("lz4")};
+  END IF;
+END $$""")
 
 
 def downgrade() -> None:
-    _compress("DEFAULT")  # the server's default_toast_compression, as before
+    op.execute(_compress("DEFAULT"))  # the server's default_toast_compression, as before
