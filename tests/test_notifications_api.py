@@ -104,7 +104,7 @@ async def test_following_a_story_and_a_story_that_does_not_exist(gql: GraphQLCli
 REFUSED = ["http://127.0.0.1:8080/hook", "http://10.1.2.3/hook", "http://169.254.169.254/", "ftp://example.com/hook",
            "file:///etc/passwd", "http://[::1]/hook"]  # fmt: skip
 UNSENDABLE = ["https://example.com/a\x7fb", "https://example.com/a\tb", "https://example.com/a b",
-              "https://bücher.example/hook", "http://[::1/hook", " "]  # fmt: skip
+              "https://bücher.example/hook", "http://[::1/hook", "http://example.com:99999/hook", " "]  # fmt: skip
 
 
 @pytest.mark.parametrize(("url", "code"), [(url, "ADDRESS_REFUSED") for url in REFUSED]

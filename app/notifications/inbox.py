@@ -109,7 +109,7 @@ async def set_endpoint(session: AsyncSession, user_id: int, api_key_id: int, url
 
 def _well_formed(url: str) -> str:
     """The URL stripped, if httpx can send to it: printable ASCII without spaces (anything else percent-encoded, a
-    host in its xn-- form), at most MAX_URL characters, parsed by httpx as a delivery will parse it."""
+    host in its xn-- form), at most MAX_URL characters, parsed by httpx as a delivery will parse it, its port valid."""
     url = url.strip()
     if not 0 < len(url) <= MAX_URL:
         raise AlertRejected(AlertErrorCode.INVALID, f"a URL has 1 to {MAX_URL} characters", "url")
@@ -117,9 +117,11 @@ def _well_formed(url: str) -> str:
         raise AlertRejected(AlertErrorCode.INVALID, "a URL is printable ASCII without spaces (percent-encode the "
                                                     "rest, write a host in its xn-- form)", "url")  # fmt: skip
     try:
-        httpx.URL(url)
+        port = httpx.URL(url).port
     except httpx.InvalidURL as error:
         raise AlertRejected(AlertErrorCode.INVALID, f"not a valid URL: {error}", "url") from error
+    if port is not None and not 0 < port < 65536:  # httpx parses any number; a connection would fail on it
+        raise AlertRejected(AlertErrorCode.INVALID, f"not a valid URL: port {port} is out of range", "url")
     return url
 
 
