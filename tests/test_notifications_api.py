@@ -101,14 +101,21 @@ async def test_following_a_story_and_a_story_that_does_not_exist(gql: GraphQLCli
     assert wrong["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/hook", "http://10.1.2.3/hook", "http://169.254.169.254/",
-                                 "ftp://example.com/hook", "file:///etc/passwd", "http://[::1]/hook"])  # fmt: skip
-async def test_a_webhook_endpoint_on_a_non_public_address_is_refused(gql: GraphQLClient, url: str) -> None:
+REFUSED = ["http://127.0.0.1:8080/hook", "http://10.1.2.3/hook", "http://169.254.169.254/", "ftp://example.com/hook",
+           "file:///etc/passwd", "http://[::1]/hook"]  # fmt: skip
+UNSENDABLE = ["https://example.com/a\x7fb", "https://example.com/a\tb", "https://example.com/a b",
+              "https://bücher.example/hook", "http://[::1/hook", "http://example.com:99999/hook", " "]  # fmt: skip
+
+
+@pytest.mark.parametrize(("url", "code"), [(url, "ADDRESS_REFUSED") for url in REFUSED]
+                                          + [(url, "INVALID") for url in UNSENDABLE])  # fmt: skip
+async def test_a_webhook_endpoint_off_the_public_web_or_unsendable_is_refused(gql: GraphQLClient, url: str,
+                                                                             code: str) -> None:  # fmt: skip
     reader = gql.as_(await sign_up(gql))
     key = (await reader.post(document("ApiKeyCreate"), {"name": "phone app"}))["data"]["apiKeyCreate"]["apiKey"]["id"]
     refused = (await reader.run("WebhookEndpointSet", apiKeyId=key, url=url))["webhookEndpointSet"]
     assert (refused["endpoint"], refused["secret"]) == (None, None)
-    assert [(e["code"], e["field"]) for e in refused["errors"]] == [("ADDRESS_REFUSED", "url")]
+    assert [(e["code"], e["field"]) for e in refused["errors"]] == [(code, "url")]
 
 
 async def test_someone_elses_api_key_gets_no_endpoint(gql: GraphQLClient) -> None:

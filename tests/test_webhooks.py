@@ -131,3 +131,45 @@ async def test_the_worker_jobs_carry_a_breaking_story_to_the_receiver(services: 
         finally:
             await worker.close()
     assert [b["story_id"] for b in hook.received] == [23]
+
+
+async def _hooked_readers(services: Services, hook: Receiver, odd_url: str) -> None:
+    """Two readers on the receiver and, between them, one whose URL was stored without the API's checks."""
+    for name, url in (("first", hook.url + "/first"), ("odd", odd_url), ("last", hook.url + "/last")):
+        _, secret = await add_endpoint(services, await add_reader(services, f"{name}@example.com"), url)
+        hook.secrets[url.removeprefix(hook.url)] = secret
+    await add_breaking_event(services, 24)
+
+
+async def _settled(services: Services) -> list[tuple[str, int, str | None]]:
+    async with services.engine.connect() as connection:
+        rows = await connection.execute(text("SELECT status, attempts, last_error FROM deliveries ORDER BY id"))
+    return [(row.status, row.attempts, row.last_error) for row in rows]
+
+
+async def test_an_invalid_stored_url_is_dead_at_once_and_the_others_are_delivered_once(
+    services: Services, hook_settings: Settings, hook: Receiver
+) -> None:
+    await _hooked_readers(services, hook, "https://example.com/a\x7fb")
+    assert (await fan_out(services.engine, hook_settings)).webhooks == 3
+    await _deliver_until_settled(services, hook_settings)
+    await _deliver_until_settled(services, hook_settings)  # settled is settled: nothing is sent again
+    assert (hook.calls, len(hook.received), hook.invalid) == (2, 2, 0)
+    first, odd, last = await _settled(services)
+    assert (first, last) == (("delivered", 1, None), ("delivered", 1, None))
+    assert odd[:2] == ("dead", 1)
+    assert str(odd[2]).startswith("invalid URL: Invalid non-printable ASCII character")
+
+
+async def test_an_unforeseen_error_fails_its_own_delivery_and_never_the_round(
+    services: Services, hook_settings: Settings, hook: Receiver
+) -> None:
+    # a host label over 63 characters: the resolver raises UnicodeError, which no HTTP error handler expects
+    await _hooked_readers(services, hook, "http://" + "a" * 64 + ".example/hook")
+    await fan_out(services.engine, hook_settings)
+    await _deliver_until_settled(services, hook_settings)
+    assert (hook.calls, len(hook.received), hook.invalid) == (2, 2, 0)
+    first, odd, last = await _settled(services)
+    assert (first, last) == (("delivered", 1, None), ("delivered", 1, None))
+    assert odd[:2] == ("dead", hook_settings.notify_max_attempts)
+    assert str(odd[2]).startswith("unexpected UnicodeError: ")

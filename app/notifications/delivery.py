@@ -1,7 +1,7 @@
 """The webhook delivery worker: due deliveries claimed with a lease (at least once), POSTed concurrently, each
 outcome recorded with its log line. A failure is retried after an exponential back-off with full jitter; after
-`notify_max_attempts` attempts, or at once when the address is refused (SSRF guard), the delivery is dead, for an
-administrator to list and replay."""
+`notify_max_attempts` attempts, or at once when the address is refused (SSRF guard) or the URL is invalid, the
+delivery is dead, for an administrator to list and replay. An unexpected error fails its own delivery only."""
 
 from __future__ import annotations
 
@@ -59,9 +59,7 @@ async def _round(engine: AsyncEngine, client: httpx.AsyncClient, settings: Setti
         if endpoint is None or not endpoint.live:
             return Outcome(False, True, None, "the endpoint was removed or deactivated", 0.0)
         async with gate:
-            body = body_of(row.payload, row.idempotency_key, row.event_id)
-            return await post(client, endpoint.url, endpoint.secret, row.idempotency_key, body,
-                              settings.webhook_response_max_bytes, settings.webhook_timeout_seconds)  # fmt: skip
+            return await _posted(client, settings, row, endpoint)
 
     outcomes = await asyncio.gather(*(attempt(row) for row in claimed))
     recorded: list[tuple[int, str, float, str | None, int | None, float | None]] = []
@@ -76,3 +74,15 @@ async def _round(engine: AsyncEngine, client: httpx.AsyncClient, settings: Setti
         await deliveries.record(connection, recorded)
     count_deliveries("webhook", (status for _, status, *_ in recorded))
     return len(claimed)
+
+
+async def _posted(client: httpx.AsyncClient, settings: Settings, row: Any, endpoint: Any) -> Outcome:
+    """One delivery's POST. An error nobody foresaw fails this delivery (retried, then dead), never the whole round:
+    a round that raised would record no outcome at all and send its claimed deliveries again after the lease."""
+    try:
+        body = body_of(row.payload, row.idempotency_key, row.event_id)
+        return await post(client, endpoint.url, endpoint.secret, row.idempotency_key, body,
+                          settings.webhook_response_max_bytes, settings.webhook_timeout_seconds)  # fmt: skip
+    except Exception as error:
+        log.exception("notifications: webhook delivery %s (%s) failed unexpectedly", row.id, row.idempotency_key)
+        return Outcome(False, False, None, f"unexpected {type(error).__name__}: {error}"[:500], 0.0)

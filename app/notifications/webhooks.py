@@ -21,7 +21,7 @@ from app.settings import Settings
 @dataclass(frozen=True)
 class Outcome:
     delivered: bool
-    permanent: bool  # never worth retrying (the address is refused)
+    permanent: bool  # never worth retrying (the address is refused, the URL is invalid)
     status_code: int | None
     error: str | None
     duration_ms: float
@@ -49,15 +49,17 @@ async def post(client: httpx.AsyncClient, url: str, secret: str, key: str, body:
     holds the worker no longer. A redirect is not followed (it could point anywhere, the SSRF guard's address
     included): it fails with its target named."""
     started = time.perf_counter()
-    request = client.build_request("POST", url, content=body, headers={HEADER: sign(secret, body),
-                                                                       "Newsagg-Delivery": key})  # fmt: skip
 
     def outcome(delivered: bool, code: int | None, error: str | None, permanent: bool = False) -> Outcome:
         return Outcome(delivered, permanent, code, error, (time.perf_counter() - started) * 1000)
 
     try:
         async with asyncio.timeout(deadline):
+            request = client.build_request("POST", url, content=body, headers={HEADER: sign(secret, body),
+                                                                               "Newsagg-Delivery": key})  # fmt: skip
             response = await client.send(request, stream=True)
+    except httpx.InvalidURL as error:  # not an httpx.HTTPError; stored before the API checked URLs this way
+        return outcome(False, None, f"invalid URL: {error}"[:500], permanent=True)
     except (TimeoutError, httpx.TimeoutException):
         return outcome(False, None, f"timed out: no status and headers within {deadline:g} s")
     except AddressRefused as error:
