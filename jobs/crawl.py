@@ -15,10 +15,12 @@ from app.ingest.scheduler import claim_due_sources
 from app.observability.work import count_push, count_refresh
 from app.outbox.relay import relay_all
 from app.queue_names import INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES
+from app.resilience.outage import unreachable
 from app.services import Services
 from app.sources import repository as sources
 from app.websub import pushes
 from jobs.articles import enqueue_article_texts
+from jobs.loop import lost_server
 from jobs.websub import enqueue_subscribe
 
 log = logging.getLogger(__name__)
@@ -125,8 +127,8 @@ async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutc
 async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes | None = None,
                           content_type: str | None = None) -> str:  # fmt: skip
     """A hub pushed new entries: the source's pushes waiting (app/websub/pushes.py) stored, oldest first, at most
-    PUSHES_PER_JOB a run, the next job enqueued for the rest (a job enqueued with its body, as they were before,
-    stores that one)."""
+    PUSHES_PER_JOB a run, one that cannot be stored set aside, the next job enqueued for the rest (a job enqueued
+    with its body, as they were before, stores that one)."""
     services: Services = ctx["services"]
     if body is not None:
         return await _ingest_push(ctx, source_id, pushes.Pushed(body, content_type))
@@ -134,10 +136,27 @@ async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes | Non
     for _ in range(PUSHES_PER_JOB):
         if (pushed := await pushes.next_push(services.redis, source_id)) is None:
             break
-        status = await _ingest_push(ctx, source_id, pushed)
-        await pushes.done_with(services.redis, source_id)
+        status = await _ingest_held(ctx, source_id, pushed)
     if not await pushes.finished(services.redis, source_id):  # more came meanwhile: a job of their own
         await ctx["redis"].enqueue_job(INGEST_PUSH, source_id, _queue_name=services.settings.queue_name)
+    return status
+
+
+async def _ingest_held(ctx: dict[str, Any], source_id: int, pushed: pushes.Pushed) -> str:
+    """A held push stored and taken off its list. One whose storing fails other than by an outage (a bug, data
+    PostgreSQL refuses) would fail every job that reads it again, and block its source's pushes behind it: it is set
+    aside in the source's dead list instead (an outage leaves it where it is, for the job's retry)."""
+    redis = ctx["services"].redis
+    try:
+        status = await _ingest_push(ctx, source_id, pushed)
+    except Exception as error:
+        if lost_server(error) or unreachable(error):
+            raise
+        log.exception("push of source %d (%d bytes) set aside in %s", source_id, len(pushed.body),
+                      pushes.dead_key(source_id))  # fmt: skip
+        await pushes.set_aside(redis, source_id, pushed)
+        return "dead"
+    await pushes.done_with(redis, source_id, pushed)
     return status
 
 
