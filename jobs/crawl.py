@@ -7,6 +7,8 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from app.ingest.events import ARTICLES_ADDED
 from app.ingest.priority import raise_for_news, raise_sources
 from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
@@ -15,7 +17,7 @@ from app.ingest.scheduler import claim_due_sources
 from app.observability.work import count_push, count_refresh
 from app.outbox.relay import relay_all
 from app.queue_names import INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES
-from app.resilience.outage import unreachable
+from app.resilience.outage import refused_data
 from app.services import Services
 from app.sources import repository as sources
 from app.websub import pushes
@@ -143,14 +145,14 @@ async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes | Non
 
 
 async def _ingest_held(ctx: dict[str, Any], source_id: int, pushed: pushes.Pushed) -> str:
-    """A held push stored and taken off its list. One whose storing fails other than by an outage (a bug, data
-    PostgreSQL refuses) would fail every job that reads it again, and block its source's pushes behind it: it is set
-    aside in the source's dead list instead (an outage leaves it where it is, for the job's retry)."""
+    """A held push stored and taken off its list. One whose storing fails for good (data PostgreSQL refuses, a bug)
+    would fail every job that reads it again, and block its source's pushes behind it: it is set aside in the source's
+    dead list instead (an outage, a deadlock or a lock timeout leaves it where it is, for the job's retry)."""
     redis = ctx["services"].redis
     try:
         status = await _ingest_push(ctx, source_id, pushed)
     except Exception as error:
-        if lost_server(error) or unreachable(error):
+        if not _for_good(error):
             raise
         log.exception("push of source %d (%d bytes) set aside in %s", source_id, len(pushed.body),
                       pushes.dead_key(source_id))  # fmt: skip
@@ -158,6 +160,12 @@ async def _ingest_held(ctx: dict[str, Any], source_id: int, pushed: pushes.Pushe
         return "dead"
     await pushes.done_with(redis, source_id, pushed)
     return status
+
+
+def _for_good(error: Exception) -> bool:
+    if isinstance(error, SQLAlchemyError):
+        return refused_data(error)
+    return lost_server(error) is None  # not Redis or a socket lost: a bug, which trying again will not change
 
 
 async def _ingest_push(ctx: dict[str, Any], source_id: int, pushed: pushes.Pushed) -> str:

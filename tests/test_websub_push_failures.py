@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from arq.connections import ArqRedis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import DBAPIError
 
 from app.articles.models import Article
 from app.queue_names import INGEST_PUSH
@@ -112,3 +113,38 @@ async def test_a_push_whose_job_could_not_be_enqueued_leaves_no_mark(
 
     assert await receive(services.redis, 7, wire(0), most=100, enqueue=lambda source: enqueue(source, arq_redis))
     assert [job.function for job in await arq_redis.queued_jobs(queue_name=settings.queue_name)] == [INGEST_PUSH]
+
+
+async def test_a_push_whose_statement_was_cancelled_waits_for_the_jobs_retry(
+    services: Services, settings: Settings, arq_redis: ArqRedis
+) -> None:
+    """Given a held push whose ingest waits on a lock its source's row is held under, when PostgreSQL cancels that
+    statement (as a lock or statement timeout does), then the push is not set aside: it heads its list for the job's
+    retry, which stores it."""
+    source_id = await add_source(services, settings, "wire")
+    await hold(services.redis, source_id, wire(0), most=100)
+    ctx = {"services": services, "redis": arq_redis}
+    async with services.engine.connect() as holder:
+        await holder.execute(text("SELECT 1 FROM sources WHERE id = :id FOR UPDATE"), {"id": source_id})
+        job = asyncio.ensure_future(ingest_push_job(ctx, source_id))
+        waiter = await _waiting_on(services, int(await holder.scalar(text("SELECT pg_backend_pid()")) or 0))
+        await holder.execute(text("SELECT pg_cancel_backend(:pid)"), {"pid": waiter})
+        with pytest.raises(DBAPIError, match="cancel"):
+            await job
+        await holder.rollback()
+
+    assert await next_push(services.redis, source_id) == wire(0)
+    assert await services.redis.llen(pushes.dead_key(source_id)) == 0  # type: ignore[misc]
+    await ingest_push_job(ctx, source_id)
+    assert await article_count(services) == 3
+
+
+async def _waiting_on(services: Services, holder: int) -> int:
+    """The backend that waits on a lock `holder` holds, once there is one."""
+    query = text("SELECT pid FROM pg_stat_activity WHERE :holder = ANY(pg_blocking_pids(pid)) LIMIT 1")
+    for _ in range(200):
+        async with services.engine.connect() as connection:
+            if waiter := await connection.scalar(query, {"holder": holder}):
+                return int(waiter)
+        await asyncio.sleep(0.05)
+    raise AssertionError("no ingest waited on the source's row")

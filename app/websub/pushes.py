@@ -5,8 +5,8 @@ push is appended to its source's list, refused when that list is full (the API a
 later, as WebSub hubs do), and a job is enqueued only by the push that finds none pending, marked by a key of the
 source's own (cleared again should that enqueue fail). The job ingests the list's pushes in order, each removed only
 once it is stored (a job cut short leaves it to its retry) and only if it still heads the list (two jobs of one source,
-the mark having expired under a backlog, never remove a push neither stored); a push that cannot be stored for a reason
-other than an outage is set aside in the source's dead list (the last DEAD_MOST, kept DEAD_SECONDS) rather than block
+the mark having expired under a backlog, never remove a push neither stored); a push that can never be stored (not an
+outage, a deadlock) is set aside in the source's dead list (the last DEAD_MOST, kept DEAD_SECONDS) rather than block
 those behind it. The job clears the mark only when it finds the list empty, in one script: a push coming after that
 enqueues a job anew, so none is left waiting without one. The mark expires (PENDING_SECONDS) should its job be lost:
 the next push then enqueues one.
