@@ -7,6 +7,8 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from app.ingest.events import ARTICLES_ADDED
 from app.ingest.priority import raise_for_news, raise_sources
 from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
@@ -15,10 +17,12 @@ from app.ingest.scheduler import claim_due_sources
 from app.observability.work import count_push, count_refresh
 from app.outbox.relay import relay_all
 from app.queue_names import INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES
+from app.resilience.outage import refused_data
 from app.services import Services
 from app.sources import repository as sources
 from app.websub import pushes
 from jobs.articles import enqueue_article_texts
+from jobs.loop import lost_server
 from jobs.websub import enqueue_subscribe
 
 log = logging.getLogger(__name__)
@@ -125,8 +129,8 @@ async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutc
 async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes | None = None,
                           content_type: str | None = None) -> str:  # fmt: skip
     """A hub pushed new entries: the source's pushes waiting (app/websub/pushes.py) stored, oldest first, at most
-    PUSHES_PER_JOB a run, the next job enqueued for the rest (a job enqueued with its body, as they were before,
-    stores that one)."""
+    PUSHES_PER_JOB a run, one that cannot be stored set aside, the next job enqueued for the rest (a job enqueued
+    with its body, as they were before, stores that one)."""
     services: Services = ctx["services"]
     if body is not None:
         return await _ingest_push(ctx, source_id, pushes.Pushed(body, content_type))
@@ -134,11 +138,34 @@ async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes | Non
     for _ in range(PUSHES_PER_JOB):
         if (pushed := await pushes.next_push(services.redis, source_id)) is None:
             break
-        status = await _ingest_push(ctx, source_id, pushed)
-        await pushes.done_with(services.redis, source_id)
+        status = await _ingest_held(ctx, source_id, pushed)
     if not await pushes.finished(services.redis, source_id):  # more came meanwhile: a job of their own
         await ctx["redis"].enqueue_job(INGEST_PUSH, source_id, _queue_name=services.settings.queue_name)
     return status
+
+
+async def _ingest_held(ctx: dict[str, Any], source_id: int, pushed: pushes.Pushed) -> str:
+    """A held push stored and taken off its list. One whose storing fails for good (data PostgreSQL refuses, a bug)
+    would fail every job that reads it again, and block its source's pushes behind it: it is set aside in the source's
+    dead list instead (an outage, a deadlock or a lock timeout leaves it where it is, for the job's retry)."""
+    redis = ctx["services"].redis
+    try:
+        status = await _ingest_push(ctx, source_id, pushed)
+    except Exception as error:
+        if not _for_good(error):
+            raise
+        log.exception("push of source %d (%d bytes) set aside in %s", source_id, len(pushed.body),
+                      pushes.dead_key(source_id))  # fmt: skip
+        await pushes.set_aside(redis, source_id, pushed)
+        return "dead"
+    await pushes.done_with(redis, source_id, pushed)
+    return status
+
+
+def _for_good(error: Exception) -> bool:
+    if isinstance(error, SQLAlchemyError):
+        return refused_data(error)
+    return lost_server(error) is None  # not Redis or a socket lost: a bug, which trying again will not change
 
 
 async def _ingest_push(ctx: dict[str, Any], source_id: int, pushed: pushes.Pushed) -> str:

@@ -21,7 +21,7 @@ async def test_pushes_wait_in_order_up_to_the_bound_and_one_job_is_asked_for_at_
     taken = []
     while (pushed := await next_push(redis, 7)) is not None:
         taken.append(pushed)
-        await done_with(redis, 7)
+        assert await done_with(redis, 7, pushed)
         if len(taken) == 2:
             assert not await finished(redis, 7)  # one waits still: the job goes on
 

@@ -31,6 +31,13 @@ def unreachable(error: BaseException) -> bool:
     return isinstance(error, (OSError, TimeoutError, PoolTimeout))
 
 
+def refused_data(error: BaseException) -> bool:
+    """Whether PostgreSQL refused the data itself (SQLSTATE class 22, data exception, or 23, integrity), which trying
+    again will not change; an outage, a deadlock or a lock timeout is not that."""
+    sqlstate = str(getattr(getattr(error, "orig", None), "sqlstate", None) or "")
+    return not unreachable(error) and sqlstate.startswith(("22", "23"))
+
+
 class DatabaseOutage:
     """Whether PostgreSQL is away for one part of this process: the first failure of an outage is logged and counted
     (newsagg_database_outages_total{part}), the failures beside it are not, and the first success after it says how

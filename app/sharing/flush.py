@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.resilience.outage import unreachable
+from app.resilience.outage import refused_data
 from app.sharing import repository as links
 from app.sharing.counters import CLICK, REFUSED, ShareCounters
 from app.trending.store import record_engagements
@@ -52,7 +52,7 @@ async def flush_clicks(db: async_sessionmaker[AsyncSession], redis: Redis, now: 
         try:
             total = total + await _write(db, redis, *taken, now)
         except SQLAlchemyError as error:
-            if not _refusal(error) or await counters.refused() < REFUSALS_BEFORE_SET_ASIDE:
+            if not refused_data(error) or await counters.refused() < REFUSALS_BEFORE_SET_ASIDE:
                 raise
             await counters.set_aside(taken[0])
             BATCHES_SET_ASIDE.inc()
@@ -81,13 +81,6 @@ async def _write(db: async_sessionmaker[AsyncSession], redis: Redis, batch_id: s
     # here loses its engagement (the next flush finds the batch written and drops it); its clicks are stored.
     await record_engagements(redis, {story: CLICK_WEIGHT * n for story, n in story_clicks.items()}, now)
     return Flushed(sum(d.clicks for d in days), sum(d.previews for d in days), rows)
-
-
-def _refusal(error: SQLAlchemyError) -> bool:
-    """Whether PostgreSQL refused the batch's data itself (SQLSTATE class 22, data exception, or 23, integrity),
-    which trying again will not change; an outage, a deadlock or a lock timeout passes and counts for nothing."""
-    sqlstate = str(getattr(getattr(error, "orig", None), "sqlstate", None) or "")
-    return not unreachable(error) and sqlstate.startswith(("22", "23"))
 
 
 def _tally(fields: dict[str, int]) -> tuple[list[links.DayCount], Counter[int], Counter[int]]:
