@@ -179,3 +179,23 @@ def test_a_few_missing_guids_keep_guid_identity() -> None:
     feed = parse(rss(entries))
     assert feed.entries[0].external_id.endswith("g0")
     assert feed.entries[-1].external_id == "https://x.example/none"
+
+
+def test_nul_characters_lone_surrogates_and_half_open_ipv6_links_do_not_sink_a_feed() -> None:
+    # given a JSON feed whose items carry NULs and lone surrogates (PostgreSQL and UTF-8 refuse them) and an RSS feed
+    # whose item links a bracketed host left open (the URL parser raises on it), each beside a good item
+    json_feed = {"version": "https://jsonfeed.org/version/1.1", "title": "J\u0000", "items": [
+        {"id": "n\u00001", "url": "https://j.example/1", "title": "Nul\u0000 title \ud800",
+         "author": {"name": "A\u0000"}, "content_html": "<p>body\u0000 \udfff</p>",
+         "date_published": "2026-11-01T10:00:00Z"},
+        {"id": "ok", "url": "https://j.example/2", "title": "Good",
+         "date_published": "2026-11-01T10:00:00Z"}]}  # fmt: skip
+    parsed = parse(json.dumps(json_feed).encode(), content_type="application/feed+json")
+    rss_feed = parse(rss([Item("Half IPv6", "https://[x.example/1", "v6"), Item("Good", "https://r.example/2", "g")]))
+    # then every item is kept, with text PostgreSQL can store, and the unusable link dropped (its guid identifies it)
+    texts = [(e.external_id, e.title, e.summary, e.content or "") for e in parsed.entries]
+    assert texts[0][:3] == ("n1", "Nul title ?", "body ?")
+    assert all("\x00" not in t for row in texts for t in row)
+    assert all(isinstance(t.encode("utf-8"), bytes) for row in texts for t in row)  # no lone surrogate left
+    assert parsed.title == "J"
+    assert [(e.external_id, e.url) for e in rss_feed.entries] == [("v6", None), ("g", "https://r.example/2")]

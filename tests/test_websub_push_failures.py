@@ -4,6 +4,7 @@ draining its list at once, and a job that could not be enqueued."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,12 +25,28 @@ from tests.newsroom import add_source
 from tests.test_stranded_work import metric
 
 RSS = "application/rss+xml"
-POISONS = [  # PostgreSQL refuses a NUL in text (DataError); the URL parser raises ValueError on a half IPv6 host
-    b'<rss version="2.0"><channel><title>t</title><item><title>a\x00b</title><link>https://x.example/0</link>'
-    b"<guid>nul</guid></item></channel></rss>",
-    b'<rss version="2.0"><channel><title>t</title><item><title>ab</title><link>https://[x.example/1</link>'
-    b"<guid>v6</guid></item></channel></rss>",
-]
+REFUSE_TITLES = (
+    """
+CREATE OR REPLACE FUNCTION refuse_titles() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.title LIKE 'Refused%' THEN RAISE EXCEPTION 'title refused' USING ERRCODE = '22000'; END IF;
+  RETURN NEW;
+END $$""",
+    "CREATE TRIGGER refuse_titles BEFORE INSERT ON articles FOR EACH ROW EXECUTE FUNCTION refuse_titles()",
+)
+
+
+@pytest.fixture
+async def refusing(services: Services) -> AsyncIterator[None]:
+    """PostgreSQL refusing the data of any article titled "Refused…" (SQLSTATE 22000, a data exception), as it
+    would a value it cannot store; gone after the test."""
+    async with services.engine.begin() as connection:
+        for statement in REFUSE_TITLES:
+            await connection.exec_driver_sql(statement)
+    yield
+    async with services.engine.begin() as connection:
+        await connection.exec_driver_sql("DROP TRIGGER refuse_titles ON articles")
+        await connection.exec_driver_sql("DROP FUNCTION refuse_titles()")
 
 
 def wire(k: int, per: int = 3) -> Pushed:
@@ -42,14 +59,14 @@ async def article_count(services: Services) -> int:
 
 
 async def test_pushes_that_cannot_be_stored_are_set_aside_and_those_behind_them_stored(
-    services: Services, settings: Settings, arq_redis: ArqRedis, crawl: Any
+    services: Services, settings: Settings, arq_redis: ArqRedis, crawl: Any, refusing: None
 ) -> None:
-    """Given a source whose list starts with 15 pushes that fail to store for reasons other than an outage, followed
+    """Given a source whose list starts with 15 pushes whose data PostgreSQL refuses (not an outage), followed
     by 20 good ones, when its ingest jobs run, then the good ones are stored, the list is empty and its mark cleared,
     the last 10 failures wait in the source's dead list (counted), and the next push enqueues a job again."""
     source_id = await add_source(services, settings, "wire")
     dead_before = metric("newsagg_websub_pushes_dead_total")
-    bad = [Pushed(POISONS[k % 2].replace(b"</title>", b" %d</title>" % k, 1), RSS) for k in range(15)]
+    bad = [Pushed(rss([Item(f"Refused {k}", f"https://wire.example/refused/{k}", f"r{k}")]), RSS) for k in range(15)]
 
     async def enqueue(source: int) -> object:
         return await arq_redis.enqueue_job(INGEST_PUSH, source, _queue_name=settings.queue_name)

@@ -12,7 +12,7 @@ from typing import Any
 import feedparser
 
 from app.ingest.jsonfeed import NotJsonFeed, looks_like_json, read_json_feed
-from app.ingest.text import html_to_text
+from app.ingest.text import html_to_text, storable
 from app.ingest.urls import InvalidUrl, normalize_url
 
 # A DOCTYPE's internal subset is where entity bombs live; feeds never need it.
@@ -81,7 +81,7 @@ def parse_feed(
     return ParsedFeed(
         title=html_to_text(meta.get("title") or "", limits.title) or None,
         site_url=_safe_url(meta.get("link"), feed_url),
-        language=(meta.get("language") or None),
+        language=storable(str(meta.get("language") or "")) or None,
         entries=entries,
         skipped=len(raw_entries) - len(entries),
         bozo=bozo,
@@ -128,7 +128,7 @@ def guids_usable(raw_entries: list[Any]) -> bool:
 def _entry(raw: Any, *, feed_url: str, fetched_at: datetime, limits: TextLimits, use_guid: bool) -> ParsedEntry | None:
     """None for an entry with neither a usable link nor an id: nothing could ever point at it again."""
     url = _safe_url(raw.get("link"), feed_url)
-    guid = str(raw.get("id") or "").strip()
+    guid = storable(str(raw.get("id") or "")).strip()
     if url is None and not guid:
         return None
     content = _first_content(raw)
@@ -139,9 +139,9 @@ def _entry(raw: Any, *, feed_url: str, fetched_at: datetime, limits: TextLimits,
         url=url,
         title=title,
         summary=summary,
-        author=(raw.get("author") or None),
+        author=storable(str(raw.get("author") or "")) or None,
         published_at=_published(raw, fetched_at),
-        content=content[: limits.content] if content else None,
+        content=storable(content[: limits.content]) if content else None,
     )
 
 

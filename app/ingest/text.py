@@ -41,9 +41,21 @@ def html_to_text(fragment: str, max_chars: int | None = None) -> str:
         collector.feed(fragment)
         collector.close()
         fragment = "".join(collector.parts)
-    text = _SPACES.sub(" ", unescape(fragment)).strip()
+    text = _SPACES.sub(" ", storable(unescape(fragment))).strip()
     if max_chars is not None and len(text) > max_chars:
         cut = text[: max_chars - 1]
         space = cut.rfind(" ")
         text = (cut[:space] if space > max_chars // 2 else cut).rstrip() + "…"
+    return text
+
+
+def storable(text: str) -> str:
+    """`text` as PostgreSQL can store it: without NUL characters (which text columns refuse) and with lone
+    surrogates (which UTF-8 cannot encode; JSON feeds can carry them as escapes) replaced."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
     return text

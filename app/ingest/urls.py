@@ -37,10 +37,10 @@ def is_tracking_param(name: str) -> bool:
 @functools.lru_cache(maxsize=8192)  # a feed repeats its links on every fetch; IDNA encoding of hosts is the cost
 def normalize_url(url: str, base: str | None = None) -> str:
     """Absolute http(s) URL in RFC 3986 normal form, without credentials, fragment or tracking parameters."""
-    raw = url.strip()
-    if base:
-        raw = urljoin(base, raw)
-    parts = urlsplit(raw)
+    try:
+        parts = urlsplit(urljoin(base, url.strip()) if base else url.strip())
+    except ValueError as error:  # a bracketed host left open ("https://[x.example/1"), an IPv6 literal invalid
+        raise InvalidUrl(f"not a URL: {url!r}: {error}") from error
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS or not parts.hostname or any(c.isspace() for c in parts.hostname):
         raise InvalidUrl(f"not an absolute http(s) URL: {url!r}")
