@@ -24,6 +24,7 @@ from arq.worker import Function, Worker, func
 from app.extraction.pool import close_extraction_pool
 from app.ingest.fetch import new_http_client
 from app.ingest.politeness import Politeness
+from app.notifications.digest import run_seconds
 from app.notifications.webhooks import webhook_client
 from app.observability.work import measured
 from app.queue_names import (
@@ -218,7 +219,7 @@ def worker_options(settings: Settings) -> dict[str, Any]:
             _cron(flush_share_clicks_job, **_every(settings.share_click_flush_seconds)),
             _cron(fan_out_job, second=tick_seconds(2)),  # urgent alerts: < 30 s from breaking to delivery
             _cron(deliver_webhooks_job, second=tick_seconds(2)),
-            _cron(send_digests_job, second={45}),
+            _cron(send_digests_job, second={45}, timeout=run_seconds(settings)),
             _cron(expire_alert_hours_job, **_every(300)),
             _cron(sync_search_job, second=tick_seconds(5)),
             _cron(sweep_job, second=tick_seconds(settings.sweep_seconds), run_at_startup=True),

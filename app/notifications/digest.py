@@ -7,8 +7,9 @@ attempts if the server keeps refusing.
 Lease: a claim takes at most CLAIM_READERS readers, whose emails go one after another, each cut off at its budget
 (`mailer.budget`, three SMTP timeouts); so a claim's emails are done within CLAIM_READERS budgets, and its lease is
 that plus RECORD_MARGIN_S to record them. A sender also checks its own clock (started before the claim: it errs
-early) before each email, and leaves one that might not be sent and recorded inside the lease to the next claim:
-no email is sent once its entries may have been leased to another sender.
+early) before each email, and releases the readers whose email might not be sent and recorded inside the lease (no
+attempt charged, claimed again at once): no email is sent once its entries may have been leased to another sender.
+Each reader's outcome is recorded as soon as their email is sent, so a run cut off records what it sent.
 
 At least once: an email sent whose sending could not be recorded (the database went away) is sent again when its
 lease ends, with the same Message-ID (a digest of its entries) when no entry joined in between."""
@@ -47,6 +48,12 @@ def lease_seconds(settings: Settings) -> float:
     return CLAIM_READERS * budget(settings) + RECORD_MARGIN_S
 
 
+def run_seconds(settings: Settings) -> float:
+    """The longest a run takes: it claims for RUN_SECONDS, and its last claim's emails are sent and recorded within
+    their lease (the job's timeout: a run cut off earlier would leave emails it sent to be sent again)."""
+    return RUN_SECONDS + lease_seconds(settings)
+
+
 async def send_digests(engine: AsyncEngine, settings: Settings) -> int:
     """Sends every due digest; returns how many emails went out. Without `smtp_host`, entries wait."""
     if not settings.smtp_host:
@@ -73,34 +80,37 @@ async def lease(engine: AsyncEngine, settings: Settings) -> Leased:
 
 
 async def deliver(engine: AsyncEngine, settings: Settings, mailer: Mailer, leased: Leased) -> int:
-    """Sends the leased digests and records each entry's outcome; how many emails the server accepted."""
+    """Sends the leased digests, each reader's outcome recorded right after its email; how many emails the server
+    accepted. Readers not tried (the lease running out, or the run cut off) are released, no attempt charged."""
     async with engine.connect() as connection:
         emails = await deliveries.emails(connection, list(leased.readers))
-    recorded: list[Outcome] = []
-    sent = 0
-    for user_id, rows in leased.readers.items():
-        if user_id not in emails:  # the account was deleted since the claim: its entries went with it (cascade)
-            log.info("notifications: no digest for reader %d, whose account is gone", user_id)
-        elif time.monotonic() + budget(settings) > leased.send_before:
-            break  # it might outlast the lease: the entries left are claimed again when the lease ends
-        else:
-            error = await _send(settings, mailer, emails[user_id], user_id, rows, recorded)
-            sent += error is None
-    async with engine.begin() as connection:
-        await deliveries.record(connection, recorded)
-    count_deliveries("email", (status for _, status, *_ in recorded))
-    count_digest_emails(sent)
+    sent, waiting = 0, list(leased.readers)
+    try:
+        while waiting and time.monotonic() + budget(settings) <= leased.send_before:
+            user_id = waiting.pop(0)
+            if user_id in emails:
+                sent += await _send(engine, settings, mailer, emails[user_id], user_id, leased.readers[user_id])
+            else:  # the account was deleted since the claim: its entries went with it (cascade)
+                log.info("notifications: no digest for reader %d, whose account is gone", user_id)
+    finally:  # an email that might outlast the lease is not started: its reader is claimed again at once
+        async with engine.begin() as connection:
+            await digests.release(connection, [row for user_id in waiting for row in leased.readers[user_id]])
     return sent
 
 
-async def _send(settings: Settings, mailer: Mailer, to: str, user_id: int, rows: list[Any],
-                recorded: list[Outcome]) -> str | None:  # fmt: skip
-    """One reader's digest sent; its entries' outcomes added to `recorded`. None, or why it was not sent."""
+async def _send(engine: AsyncEngine, settings: Settings, mailer: Mailer, to: str, user_id: int,
+                rows: list[Any]) -> bool:  # fmt: skip
+    """One reader's digest sent and its entries' outcomes recorded; whether the server accepted it."""
     digest, started = compose(settings, to, user_id, rows), time.perf_counter()
     error = await mailer.send(digest.message)
     duration = (time.perf_counter() - started) * 1000
+    recorded: list[Outcome] = []
     for row in rows:
         settled, wait = settings.notify_retries.settle(row.attempts, error is not None)
         status = "covered" if settled == "delivered" and row.id not in digest.listed else settled
         recorded.append((row.id, status, wait, error, None, duration))
-    return error
+    async with engine.begin() as connection:
+        await deliveries.record(connection, recorded)
+    count_deliveries("email", (status for _, status, *_ in recorded))
+    count_digest_emails(error is None)
+    return error is None

@@ -44,3 +44,18 @@ async def claim(db: Executor, *, readers: int, top: int, lease_seconds: float) -
     """The leased entries of up to `readers` readers, by reader, best first."""
     params = {"scan": SCAN, "readers": readers, "top": top, "lease": lease_seconds}
     return list(await db.execute(_CLAIM, params))
+
+
+# Entries leased but not tried (their email would have outlasted the lease) go back uncharged and due at once, unless
+# the lease ended and another sender claimed them meanwhile (their attempts moved on).
+_RELEASE = text("""
+    UPDATE deliveries d SET attempts = d.attempts - 1, next_attempt_at = now()
+    FROM unnest(CAST(:ids AS bigint[]), CAST(:attempts AS int[])) AS l(id, attempts)
+    WHERE d.id = l.id AND d.attempts = l.attempts AND d.status = 'sending'
+""")
+
+
+async def release(db: Executor, rows: list[Any]) -> None:
+    """The claimed entries `rows` (id, attempts as claimed) released to the next claim, no attempt charged."""
+    if rows:
+        await db.execute(_RELEASE, {"ids": [row.id for row in rows], "attempts": [row.attempts for row in rows]})

@@ -2,7 +2,9 @@
 as configured, reused for the next ones up to `smtp_messages_per_connection`, and opened again when the server
 drops it (a 421 "too many messages" among others), the email it dropped sent again once. Each email has a hard
 budget (`budget`): past it, the socket is shut and the email counts as failed, so a run's time is bounded by its
-emails whatever a server does (a reply dripped one byte at a time included)."""
+emails whatever a server does (a reply dripped one byte at a time included). The thread of an email cut off may go on
+(in the QUIT of a connection it rotates, connecting, waiting for the connection): it sends nothing once its email was
+given up, so an email counted failed is never sent after its lease may have passed to another sender."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import smtplib
 import socket
 import ssl
 import threading
+from collections.abc import Iterator
 from email.message import EmailMessage
 
 from app.settings import Settings
@@ -36,20 +39,24 @@ class Mailer:
 
     async def send(self, message: EmailMessage) -> str | None:
         """None when the server accepted `message`; else why it did not."""
+        given_up = threading.Event()  # once set, a thread still working on `message` sends nothing more
         try:
             async with asyncio.timeout(budget(self._settings)):
-                await self._send_or_resend(message)
+                await self._send_or_resend(message, given_up)
         except TimeoutError:
+            given_up.set()
             self._abort()
             return f"TimeoutError: not sent within {budget(self._settings):g} s"
-        except (smtplib.SMTPException, OSError) as failure:
+        except (smtplib.SMTPException, OSError, GivenUp) as failure:
             return f"{type(failure).__name__}: {failure}"[:500]
+        finally:
+            given_up.set()  # the run itself cancelled included
         return None
 
-    async def _send_or_resend(self, message: EmailMessage) -> None:
+    async def _send_or_resend(self, message: EmailMessage, given_up: threading.Event) -> None:
         reused = self._smtp is not None and self._sent < self._settings.smtp_messages_per_connection
         try:
-            await asyncio.to_thread(self._send, message)
+            await asyncio.to_thread(self._send, message, given_up)
         except (smtplib.SMTPException, OSError) as failure:
             if not self._lost(failure):
                 raise  # refused on a working connection (a bad address): that email's failure
@@ -57,18 +64,33 @@ class Mailer:
             if not reused:
                 raise  # a new connection failed: the server is down
             log.info("notifications: the SMTP server dropped the connection (%s); sending again on a new one", failure)
-            await asyncio.to_thread(self._send, message)
+            await asyncio.to_thread(self._send, message, given_up)
 
-    def _send(self, message: EmailMessage) -> None:
-        """Blocking: run in a thread."""
-        with self._lock:
+    def _send(self, message: EmailMessage, given_up: threading.Event) -> None:
+        """Blocking: run in a thread. Sends nothing once `given_up` is set (its email counted failed meanwhile)."""
+        with self._locked():
             if self._smtp is None or self._sent >= self._settings.smtp_messages_per_connection:
-                self._close(quit=True)
-                self._smtp, self._sent = unconnected(self._settings), 0  # held before connecting: _abort reaches it
+                self._close(quit=True)  # may block on a server slow to answer QUIT
+                _go_on_unless(given_up)
+                self._smtp = smtp = unconnected(self._settings)  # held before connecting: _abort reaches it
+                self._sent = 0
                 self.connections += 1
-                greet(self._smtp, self._settings)
-            self._smtp.send_message(message)
+                greet(smtp, self._settings)
+            smtp = self._smtp
+            _go_on_unless(given_up)
+            assert smtp is not None
+            smtp.send_message(message)
             self._sent += 1
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The connection to this thread alone; an email given up meanwhile (past its budget) gives up the wait."""
+        if not self._lock.acquire(timeout=budget(self._settings)):
+            raise GivenUp("the SMTP connection stayed busy with an earlier email")
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     def _lost(self, failure: Exception) -> bool:
         smtp = self._smtp
@@ -88,7 +110,24 @@ class Mailer:
                 smtp.quit() if quit else smtp.close()
 
     async def close(self) -> None:
-        await asyncio.to_thread(self._close, True)
+        await asyncio.to_thread(self._quit)
+
+    def _quit(self) -> None:
+        """Blocking: the connection closed once no email uses it."""
+        try:
+            with self._locked():
+                self._close(quit=True)
+        except GivenUp:
+            self._abort()  # an email given up still holds it: shutting its socket wakes that thread
+
+
+class GivenUp(Exception):
+    """The email was given up (past its budget, or its run ended): its thread stops before sending it."""
+
+
+def _go_on_unless(given_up: threading.Event) -> None:
+    if given_up.is_set():
+        raise GivenUp("given up before it was sent")
 
 
 def unconnected(settings: Settings) -> smtplib.SMTP:
