@@ -94,8 +94,9 @@ async def test_two_senders_at_once_never_send_one_digest_twice(services: Service
         for engine in engines:
             await engine.dispose()
     print(f"\ntwo senders, {readers} digests: {sent[0]} + {sent[1]} emails")
-    assert min(sent) > 0, sent  # both sent
-    assert sum(sent) == readers  # and together, each digest once
+    # together, each digest once (how they split depends on scheduling: on a loaded machine one sender may find
+    # every reader claimed by the other at its first claim and end)
+    assert sum(sent) == readers, sent
     assert mailbox.recipients() == _addresses(readers)
     assert await count(services, "SELECT count(*) FROM deliveries WHERE status = 'delivered'") == readers * 3
     assert await count(services, "SELECT count(DISTINCT attempts) FROM deliveries") == 1  # each leased once
