@@ -97,7 +97,8 @@ async def two_stories_of_one_event(services: Services, ids: list[int], titles: l
     now = datetime.now(UTC)
     weights: dict[str, float] = {"plosser": 2, "taper": 1, "weather": 1, "fed": 1}
     cache = ClusteringCache()
-    async with cache.locked(services.engine, reserve=len(ids)) as connection:
+    async with cache.locked(services.engine) as connection:
+        await cache.reserve(connection, len(ids))
         state = await cache.catch_up(connection, since=now - timedelta(hours=1))
         made = [state.create(IncomingArticle(i, t, "", str(k), now), weights).id
                 for k, (i, t) in enumerate(zip(ids, titles, strict=True))]  # fmt: skip

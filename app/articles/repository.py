@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import func, select, text, true, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -172,26 +171,6 @@ async def mark_duplicates(db: Executor, copies: dict[int, int], *, clear: Sequen
 async def unclustered_count(db: Executor) -> int:
     """Stored articles not yet in a story (read from the partial index of exactly those)."""
     return int(await db.scalar(select(func.count()).select_from(Article).where(Article.cluster_id.is_(None))) or 0)
-
-
-async def unclustered(db: Executor, ids: Sequence[int], *, pending: int = 0) -> Sequence[Any]:
-    """The given articles not yet in a story, and up to `pending` more that are understood and waiting; oldest
-    first, with what clustering needs (their source's authority included)."""
-    if pending:  # found first: one id list reads by primary key (ORed with a subquery, it was a scan of all articles)
-        waiting = (select(Article.id).where(Article.cluster_id.is_(None), Article.simhash.is_not(None))
-                   .order_by(Article.id).limit(pending))  # fmt: skip
-        ids = list(dict.fromkeys([*ids, *await db.scalars(waiting)]))
-    # Read by primary key, and those already in a story dropped here: asked for `cluster_id IS NULL`, the planner
-    # walks the unclustered articles' index, which holds an entry for every article clustered since the last vacuum
-    # (35-50 ms a batch against 1 ms, bench/cluster.py).
-    rows = await db.execute(
-        select(Article.id, Article.title, Article.summary, Article.source_id, Article.published_at, Source.authority,
-               Article.topics, Article.language, Article.crawled_at, Article.cluster_id)
-        .join(Source, Source.id == Article.source_id)
-        .where(Article.id.in_(ids))
-        .order_by(Article.published_at, Article.id)
-    )  # fmt: skip
-    return [row for row in rows if row.cluster_id is None]
 
 
 async def stranded(db: Executor, *, older_than: timedelta, limit: int) -> list[int]:

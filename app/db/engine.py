@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from app.settings import Settings
@@ -31,3 +34,27 @@ def create_engine(settings: Settings, *, pre_ping: bool = True) -> AsyncEngine:
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+@contextlib.asynccontextmanager
+async def begin_with(db: AsyncEngine, statement: str) -> AsyncIterator[AsyncConnection]:
+    """A transaction whose BEGIN travels with its first statement (`statement`: SQL without parameters or results,
+    such as taking a lock): one round trip, where the driver sends BEGIN on its own first. Statements on the
+    connection run inside it; it commits when the block ends, and rolls back if the block raises. A connection
+    whose rollback fails is discarded, never pooled mid-transaction."""
+    async with db.connect() as connection:
+        await connection.execution_options(isolation_level="AUTOCOMMIT")  # the driver then sends no BEGIN itself
+        driver = (await connection.get_raw_connection()).driver_connection
+        assert driver is not None
+        try:
+            await driver.execute(f"BEGIN; {statement}")  # the simple protocol carries several statements
+            yield connection
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await driver.execute("ROLLBACK")
+            raise
+        else:
+            await driver.execute("COMMIT")
+        finally:
+            if driver.is_in_transaction():  # a rollback or commit that never arrived
+                await connection.invalidate()

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.articles.repository import unclustered
 from app.observability.work import count_clustered
 from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer
 from app.stories.store import ClusteringCache
@@ -26,15 +25,14 @@ async def cluster_articles(db: AsyncEngine, article_ids: Sequence[int], cache: C
     counts included)."""
     ephemeral = cache is None
     cache = cache or ClusteringCache()
-    # ids for the articles asked for come with the lock (one round trip); waiting ones taken along get theirs after.
-    # Reserved before catching up: the revision tells whether anyone else wrote since this worker's last save.
-    async with cache.locked(db, reserve=max(len(article_ids), 1)) as connection:
+    # The batch comes with its story ids and revision, reserved before catching up: the revision tells whether anyone
+    # else wrote since this worker's last save.
+    async with cache.locked(db) as connection:
         articles = [IncomingArticle(row.id, row.title, row.summary, str(row.source_id), row.published_at,
                                     row.authority, tuple(row.topics), row.language, row.crawled_at)
-                    for row in await unclustered(connection, article_ids, pending=pending)]  # fmt: skip
+                    for row in await cache.batch(connection, article_ids, pending=pending)]  # fmt: skip
         if not articles:
             return {}
-        await cache.reserve_more(connection, len(articles))
         state = await cache.catch_up(connection, since=articles[0].at - INGEST_POLICY.window)
         StoryClusterer(INGEST_POLICY).assign_all(state, articles)
         placed = await cache.save(connection, datetime.now(UTC), flush_vocabulary=ephemeral or flush_vocabulary)

@@ -14,16 +14,16 @@ commit order, and a worker's copy is exact once it has caught up.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.db.engine import begin_with
 from app.stories.models import StoryCluster
 from app.stories.state import Representative, Story, StoryState, story_topics
 from app.stories.updates import STORY_UPDATED_TOPIC, update_events
@@ -50,15 +50,28 @@ _CHANGED_STORIES = text("""
                                       OR s.article_count = 0)
     ORDER BY s.revision
 """)
-# The lock is taken first (the CTE is scanned before the revision and ids are drawn), so revisions still follow
-# commit order.
-_LOCK_AND_RESERVE = text("""
-    WITH locked AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext('newsagg:clustering')))
+# Story ids and the save's revision, reserved under the lock (revisions follow commit order): `count` ids.
+_RESERVED = """reserved AS MATERIALIZED (
     SELECT nextval('story_revision_seq') AS revision,
-           ARRAY(SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n)) AS ids
-    FROM locked
+           ARRAY(SELECT nextval('story_clusters_id_seq') FROM generate_series(1, {count})) AS new_ids)"""
+_RESERVE = text(f"WITH {_RESERVED.format(count=':n')} SELECT revision, new_ids FROM reserved")
+# A batch read with its reservation, in one round trip: the articles asked for and up to :pending more that are
+# understood and waiting (the ids go by primary key: ORed with a subquery, it was a scan of all articles); an id for
+# each. Those already in a story are dropped by the caller: asked for `cluster_id IS NULL`, the planner walks the
+# unclustered articles' index, which holds an entry for every article clustered since the last vacuum (35-50 ms a
+# batch against 1 ms, bench/cluster.py). The reservation row comes even when no article does.
+_BATCH = text(f"""
+    WITH wanted AS MATERIALIZED (
+        SELECT CAST(:ids AS bigint[]) || ARRAY(SELECT id FROM articles WHERE cluster_id IS NULL
+                                                   AND simhash IS NOT NULL ORDER BY id LIMIT :pending) AS ids),
+    {_RESERVED.format(count="(SELECT cardinality(ids) FROM wanted)")}
+    SELECT r.revision, r.new_ids, a.id, a.title, a.summary, a.source_id, a.published_at, src.authority, a.topics,
+           a.language, a.crawled_at, a.cluster_id
+    FROM reserved AS r
+    LEFT JOIN (articles AS a JOIN sources AS src ON src.id = a.source_id)
+        ON a.id = ANY(CAST((SELECT ids FROM wanted) AS bigint[]))
+    ORDER BY a.published_at, a.id
 """)
-_MORE_IDS = text("SELECT ARRAY(SELECT nextval('story_clusters_id_seq') FROM generate_series(1, :n))")
 _CHANGED_VOCABULARY = text("SELECT term, documents, revision FROM story_vocabulary WHERE revision > :revision")
 
 
@@ -81,21 +94,30 @@ class ClusteringCache:
         self.__init__(self.velocity_window)  # type: ignore[misc]
 
     @contextlib.asynccontextmanager
-    async def locked(self, db: AsyncEngine, *, reserve: int = 0) -> AsyncIterator[AsyncConnection]:
-        """A transaction holding the clustering lock; if it fails, this copy starts again. With `reserve`, that many
-        story ids and the save's revision are reserved in the same round trip: new stories take ids from the table's
-        sequence, reserved up front, so the clusterer itself never waits."""
+    async def locked(self, db: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+        """A transaction holding the clustering lock (taken in the round trip that begins it); if it fails, this copy
+        starts again."""
         try:
-            async with db.begin() as connection:
-                if reserve:
-                    self._reserved((await connection.execute(_LOCK_AND_RESERVE, {"n": reserve})).one())
-                else:
-                    await connection.execute(CLUSTERING_LOCK)
+            async with begin_with(db, CLUSTERING_LOCK.text) as connection:
                 yield connection
                 self.reserved, self.revision = set(), None  # a batch that saved nothing leaves none to the next
         except BaseException:
             self.reset()
             raise
+
+    async def batch(self, connection: AsyncConnection, article_ids: Sequence[int], *, pending: int = 0,
+                    ) -> list[Any]:  # fmt: skip
+        """The given articles not yet in a story and up to `pending` more understood and waiting, oldest first, with
+        what clustering needs (their outlet's authority included); with a story id reserved for each and the save's
+        revision, in the same round trip (new stories take ids from the table's sequence, reserved up front, so the
+        clusterer itself never waits)."""
+        rows = list(await connection.execute(_BATCH, {"ids": list(article_ids), "pending": pending}))
+        self._reserved(rows[0])
+        return [row for row in rows if row.id is not None and row.cluster_id is None]
+
+    async def reserve(self, connection: AsyncConnection, count: int) -> None:
+        """Ids for `count` new stories, and the save's revision (under the lock, so revisions follow commit order)."""
+        self._reserved((await connection.execute(_RESERVE, {"n": count})).one())
 
     async def catch_up(self, connection: AsyncConnection, since: datetime) -> StoryState:
         """Reads what other workers changed since this copy's last save. When the batch's revision, reserved first
@@ -133,17 +155,9 @@ class ClusteringCache:
                             [(float(t), str(src)) for t, src in row.recent_arrivals], row.velocity, row.is_breaking,
                             row.breaking_started_at))  # fmt: skip
 
-    async def reserve_more(self, connection: AsyncConnection, count: int) -> None:
-        """Ids for up to `count` new stories in all, when a batch proves larger than reserved for (it took waiting
-        articles along): the ones reserved first are used first."""
-        if count > len(self.reserved):
-            more = list(await connection.scalar(_MORE_IDS, {"n": count - len(self.reserved)}))
-            self.state.new_ids = itertools.chain(self.state.new_ids, more)
-            self.reserved |= set(more)
-
     def _reserved(self, row: Any) -> None:
-        self.state.new_ids = iter(row.ids)
-        self.reserved, self.revision = set(row.ids), row.revision
+        self.state.new_ids = iter(row.new_ids)
+        self.reserved, self.revision = set(row.new_ids), row.revision
 
     async def save(self, connection: AsyncConnection, now: datetime, *, flush_vocabulary: bool = False,
                    ) -> dict[int, int]:  # fmt: skip
