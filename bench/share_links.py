@@ -40,6 +40,7 @@ from app.db.engine import session_factory
 from app.db.migrate import upgrade
 from app.runtime.processes import free_port
 from app.settings import Settings
+from app.sharing.keys import SigningKey
 from app.sharing.models import ShareTargetKind
 from app.sharing.service import share
 from app.sources.service import SourceRequest, create_source
@@ -75,6 +76,7 @@ async def links(database_url: str, count: int) -> list[str]:
     """`count` share codes, each to an article of its own (the first at TARGET)."""
     engine = create_async_engine(database_url)
     await upgrade(engine)
+    key = SigningKey(session_factory(engine))
     async with session_factory(engine).begin() as session:
         settings = Settings(_env_file=None, allow_loopback_sources=True)  # type: ignore[call-arg]
         request = SourceRequest(feed_url="http://127.0.0.1:9/bench", name="Bench")
@@ -87,7 +89,7 @@ async def links(database_url: str, count: int) -> list[str]:
         await session.flush()
         codes = []
         for article in articles:
-            shared = await share(session, reader.id, ShareTargetKind.ARTICLE, article.id, admit=_free)
+            shared = await share(session, reader.id, ShareTargetKind.ARTICLE, article.id, admit=_free, key=key)
             codes.append(shared.link.code)
     await engine.dispose()
     return codes
