@@ -1,10 +1,11 @@
 """A source's held pushes when things go wrong: a push that can never be stored, two ingest jobs of one source
-draining its list at once, a job that could not be enqueued, and a push whose storing meets a deadlock or a cancelled
-statement (tried again soon)."""
+draining its list at once, a job that could not be enqueued, and a push whose storing meets a deadlock, a lock timeout
+or a cancelled statement (tried again soon)."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from arq.connections import ArqRedis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.articles.models import Article
 from app.queue_names import INGEST_PUSH
@@ -190,6 +192,36 @@ async def test_a_push_that_meets_a_deadlock_is_stored_once_soon_after_and_those_
     assert await services.redis.llen(pushes.dead_key(source_id)) == 0  # type: ignore[misc]
     assert await services.redis.exists(f"{pushes.PREFIX}{source_id}:pending") == 0
     assert metric("newsagg_websub_push_retries_total") == retries_before + 1  # stored by the retry, as the log says
+
+
+async def test_a_push_that_meets_a_lock_timeout_is_tried_again_soon(
+    services: Services, settings: Settings, arq_redis: ArqRedis, crawl: Any
+) -> None:
+    """Given two pushes held for a source, when the first one's ingest, on connections that wait at most 100 ms for a
+    lock (lock_timeout), finds its source's row locked, then that job ends asking for a deferred one; once the lock is
+    released, the worker stores both pushes, each once."""
+    source_id = await add_source(services, settings, "wire")
+    for k in range(2):
+        await hold(services.redis, source_id, wire(k), most=100)
+    impatient = create_async_engine(
+        settings.database_url or "", connect_args={"server_settings": {"lock_timeout": "100ms"}}
+    )
+    ctx = {"services": dataclasses.replace(services, engine=impatient), "redis": arq_redis}
+    try:
+        async with services.engine.connect() as holder:
+            await holder.execute(text("SELECT 1 FROM sources WHERE id = :id FOR UPDATE"), {"id": source_id})
+            assert await ingest_push_job(ctx, source_id) == "retry"
+            await holder.rollback()
+    finally:
+        await impatient.dispose()
+    assert await pushes.waiting(services.redis, source_id) == 2
+    await crawl(tick=False)
+
+    assert await article_count(services) == 2 * 3
+    async with services.db() as session:
+        assert await session.scalar(select(func.count()).where(FetchLog.source_id == source_id)) == 2
+    assert await pushes.waiting(services.redis, source_id) == 0
+    assert await services.redis.exists(f"{pushes.PREFIX}{source_id}:pending") == 0
 
 
 async def _waiting_on(services: Services, holder: int) -> int:
