@@ -1,32 +1,30 @@
 """Crawling jobs: the crawl tick claims due sources, `refresh_source` jobs fetch and store them, hubs' pushes are
-stored at once (the fetch log goes with retention, jobs/retention.py)."""
+stored at once (app/websub/intake.py), and what follows an ingest is enqueued (the fetch log goes with retention,
+jobs/retention.py)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from app.ingest.events import ARTICLES_ADDED
-from app.ingest.priority import raise_for_news, raise_sources
-from app.ingest.refresh import RefreshOutcome, ingest_body, refresh_source
+from app.ingest.priority import raise_for_news
+from app.ingest.refresh import RefreshOutcome, refresh_source
 from app.ingest.refresh_jobs import follow_up_job_id, refresh_job_id
 from app.ingest.scheduler import claim_due_sources
-from app.observability.work import count_push, count_refresh
+from app.observability.work import count_refresh
 from app.outbox.relay import relay_all
 from app.queue_names import INGEST_PUSH, REFRESH_SOURCE, UNDERSTAND_ARTICLES
-from app.resilience.outage import refused_data
 from app.services import Services
 from app.sources import repository as sources
-from app.websub import pushes
+from app.websub.intake import store_held, store_push
+from app.websub.pushes import Pushed
 from jobs.articles import enqueue_article_texts
-from jobs.loop import lost_server
 from jobs.websub import enqueue_subscribe
 
 log = logging.getLogger(__name__)
-PUSHES_PER_JOB = 20  # a job stays short (well within arq's job timeout) however many pushes wait
 
 
 async def crawl_tick(ctx: dict[str, Any]) -> int:
@@ -127,53 +125,17 @@ async def after_ingest(ctx: dict[str, Any], source_id: int, outcome: RefreshOutc
 
 
 async def ingest_push_job(ctx: dict[str, Any], source_id: int, body: bytes | None = None,
-                          content_type: str | None = None) -> str:  # fmt: skip
-    """A hub pushed new entries: the source's pushes waiting (app/websub/pushes.py) stored, oldest first, at most
-    PUSHES_PER_JOB a run, one that cannot be stored set aside, the next job enqueued for the rest (a job enqueued
-    with its body, as they were before, stores that one)."""
+                          content_type: str | None = None, failures: int = 0) -> str:  # fmt: skip
+    """A hub pushed new entries: the source's pushes waiting stored (app/websub/intake.py), the next job enqueued for
+    the rest, deferred when this one was cut short by a passing failure (`failures` in a row); a job enqueued with its
+    body, as they were before, stores that one."""
     services: Services = ctx["services"]
+    follow_up = functools.partial(after_ingest, ctx)
     if body is not None:
-        return await _ingest_push(ctx, source_id, pushes.Pushed(body, content_type))
-    status = "none"
-    for _ in range(PUSHES_PER_JOB):
-        if (pushed := await pushes.next_push(services.redis, source_id)) is None:
-            break
-        status = await _ingest_held(ctx, source_id, pushed)
-    if not await pushes.finished(services.redis, source_id):  # more came meanwhile: a job of their own
-        await ctx["redis"].enqueue_job(INGEST_PUSH, source_id, _queue_name=services.settings.queue_name)
-    return status
-
-
-async def _ingest_held(ctx: dict[str, Any], source_id: int, pushed: pushes.Pushed) -> str:
-    """A held push stored and taken off its list. One whose storing fails for good (data PostgreSQL refuses, a bug)
-    would fail every job that reads it again, and block its source's pushes behind it: it is set aside in the source's
-    dead list instead (an outage, a deadlock or a lock timeout leaves it where it is, for the job's retry)."""
-    redis = ctx["services"].redis
-    try:
-        status = await _ingest_push(ctx, source_id, pushed)
-    except Exception as error:
-        if not _for_good(error):
-            raise
-        log.exception("push of source %d (%d bytes) set aside in %s", source_id, len(pushed.body),
-                      pushes.dead_key(source_id))  # fmt: skip
-        await pushes.set_aside(redis, source_id, pushed)
-        return "dead"
-    await pushes.done_with(redis, source_id, pushed)
-    return status
-
-
-def _for_good(error: Exception) -> bool:
-    if isinstance(error, SQLAlchemyError):
-        return refused_data(error)
-    return lost_server(error) is None  # not Redis or a socket lost: a bug, which trying again will not change
-
-
-async def _ingest_push(ctx: dict[str, Any], source_id: int, pushed: pushes.Pushed) -> str:
-    services: Services = ctx["services"]
-    outcome = await ingest_body(services.engine, services.settings, source_id, pushed.body, pushed.content_type)
-    # a hub may push only the newest entries, or none (a light ping): the source is crawled soon, first among peers
-    async with services.engine.begin() as connection:
-        await raise_sources(connection, services.settings, [source_id], reason="websub", now=datetime.now(UTC))
-    await after_ingest(ctx, source_id, outcome)
-    count_push(len(outcome.new_article_ids))
-    return outcome.status
+        return await store_push(services.engine, services.settings, source_id, Pushed(body, content_type), follow_up)
+    intake = await store_held(services.engine, services.redis, services.settings, source_id, follow_up,
+                              failures=failures)  # fmt: skip
+    if intake.more:
+        await ctx["redis"].enqueue_job(INGEST_PUSH, source_id, failures=intake.failures, _defer_by=intake.retry_in_s,
+                                       _queue_name=services.settings.queue_name)  # fmt: skip
+    return intake.status

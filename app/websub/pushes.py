@@ -1,15 +1,16 @@
 """Pushed feed content waiting to be ingested: a bounded list per source in Redis, drained by one job at a time.
 
-A hub pushing without end must not grow the queue without end (one job per push, each holding its body, did): a
-push is appended to its source's list, refused when that list is full (the API answers 503 and the hub retries
-later, as WebSub hubs do), and a job is enqueued only by the push that finds none pending, marked by a key of the
-source's own (cleared again should that enqueue fail). The job ingests the list's pushes in order, each removed only
-once it is stored (a job cut short leaves it to its retry) and only if it still heads the list (two jobs of one source,
-the mark having expired under a backlog, never remove a push neither stored); a push that can never be stored (not an
-outage, a deadlock) is set aside in the source's dead list (the last DEAD_MOST, kept DEAD_SECONDS) rather than block
-those behind it. The job clears the mark only when it finds the list empty, in one script: a push coming after that
-enqueues a job anew, so none is left waiting without one. The mark expires (PENDING_SECONDS) should its job be lost:
-the next push then enqueues one.
+A hub pushing without end must not grow the queue without end (one job per push, each holding its body, did): a push is
+appended to its source's list, refused when that list is full (the API answers 503 and the hub retries later, as WebSub
+hubs do), and a job is enqueued only by the push that finds none pending, marked by a key of the source's own (cleared
+again should that enqueue fail). The job ingests the list's pushes in order, each removed only once it is stored (a job
+cut short leaves it to its retry) and only if it still heads the list (two jobs of one source, the mark having expired
+under a backlog, never remove a push neither stored); a push that can never be stored (not an outage, a deadlock) is set
+aside in the source's dead list (the last DEAD_MOST, kept DEAD_SECONDS) rather than block those behind it, while one
+that meets a deadlock, a lock timeout or an outage heads it still when its job, put off, runs again
+(app/websub/intake.py; the mark kept meanwhile). The job clears the mark only when it finds the list empty, in one
+script: a push coming after that enqueues a job anew, so none is left waiting without one. The mark expires
+(PENDING_SECONDS) should its job be lost: the next push then enqueues one.
 """
 
 from __future__ import annotations
@@ -131,6 +132,12 @@ async def set_aside(redis: Redis, source_id: int, pushed: Pushed) -> bool:
 async def _take(redis: Redis, keys: list[str], pushed: Pushed) -> bool:
     args = [_entry(pushed), str(PENDING_SECONDS), str(DEAD_MOST), str(DEAD_SECONDS)]
     return bool(int(await redis.eval(_TAKE, len(keys), *keys, *args)))  # type: ignore[misc, arg-type]
+
+
+async def put_off(redis: Redis, source_id: int) -> None:
+    """The source's job put off (its oldest push to be tried again later, by a deferred job): the mark set for as long
+    again, so that a push meanwhile enqueues no job beside it, and one lost with a worker is still replaced in time."""
+    await redis.set(_keys(source_id)[1], 1, ex=PENDING_SECONDS)
 
 
 async def finished(redis: Redis, source_id: int) -> bool:
