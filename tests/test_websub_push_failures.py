@@ -40,13 +40,14 @@ END $$""",
 )
 
 
-@pytest.fixture
-async def refusing(services: Services) -> AsyncIterator[None]:
-    """PostgreSQL refusing the data of any article titled "Refused…" (SQLSTATE 22000, a data exception), as it
-    would a value it cannot store; gone after the test."""
+@pytest.fixture(params=["22000", "42703"], ids=["data-refused", "sql-bug"])
+async def refusing(services: Services, request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """PostgreSQL failing the insert of any article titled "Refused…", the same way every time: refusing its data
+    (SQLSTATE 22000, a data exception), as it would a value it cannot store, or meeting SQL it cannot run (42703, an
+    undefined column: a bug); gone after the test."""
     async with services.engine.begin() as connection:
         for statement in REFUSE_TITLES:
-            await connection.exec_driver_sql(statement)
+            await connection.exec_driver_sql(statement.replace("'22000'", f"'{request.param}'"))
     yield
     async with services.engine.begin() as connection:
         await connection.exec_driver_sql("DROP TRIGGER refuse_titles ON articles")
@@ -65,7 +66,7 @@ async def article_count(services: Services) -> int:
 async def test_pushes_that_cannot_be_stored_are_set_aside_and_those_behind_them_stored(
     services: Services, settings: Settings, arq_redis: ArqRedis, crawl: Any, refusing: None
 ) -> None:
-    """Given a source whose list starts with 15 pushes whose data PostgreSQL refuses (not an outage), followed
+    """Given a source whose list starts with 15 pushes PostgreSQL can never store (not an outage), followed
     by 20 good ones, when its ingest jobs run, then the good ones are stored, the list is empty and its mark cleared,
     the last 10 failures wait in the source's dead list (counted), and the next push enqueues a job again."""
     source_id = await add_source(services, settings, "wire")

@@ -31,6 +31,21 @@ def unreachable(error: BaseException) -> bool:
     return isinstance(error, (OSError, TimeoutError, PoolTimeout))
 
 
+# SQLSTATE of a statement that failed for the moment: transaction rollback (serialization failure, deadlock), lock
+# not available (lock_timeout), query cancelled (statement_timeout), insufficient resources
+_PASSING = ("40", "55P03", "57014", "53")
+
+
+def transient(error: BaseException) -> bool:
+    """Whether trying the same work again soon may succeed: PostgreSQL unreachable, or a statement that failed for the
+    moment (a deadlock, a serialization failure, a lock or statement timeout, resources short). A refusal of the data
+    or an error in the SQL itself (a bug) is not."""
+    if unreachable(error):
+        return True
+    sqlstate = str(getattr(getattr(error, "orig", None), "sqlstate", None) or "")
+    return isinstance(error, SQLAlchemyError) and sqlstate.startswith(_PASSING)
+
+
 def refused_data(error: BaseException) -> bool:
     """Whether PostgreSQL refused the data itself (SQLSTATE class 22, data exception, or 23, integrity), which trying
     again will not change; an outage, a deadlock or a lock timeout is not that."""

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from prometheus_client import Counter
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.ingest.priority import raise_sources
@@ -23,7 +22,7 @@ from app.ingest.refresh import RefreshOutcome, ingest_body
 from app.observability.work import count_push
 from app.resilience.backoff import retry_wait
 from app.resilience.metrics import DATABASE_RETRIES
-from app.resilience.outage import refused_data, unreachable
+from app.resilience.outage import transient, unreachable
 from app.settings import Settings
 from app.websub import pushes
 
@@ -99,9 +98,10 @@ async def _store_held(db: AsyncEngine, redis: Redis, settings: Settings, source_
 
 
 def _passing(error: Exception) -> bool:
-    """A failure that trying again soon may not meet: PostgreSQL unreachable, or a statement of its failing other than
-    by refusing the data (a deadlock, a lock timeout, a serialization failure, a cancelled statement)."""
-    return unreachable(error) or (isinstance(error, SQLAlchemyError) and not refused_data(error))
+    """A failure that trying again soon may not meet (app/resilience/outage.py `transient`): PostgreSQL unreachable, a
+    deadlock, a lock timeout, a serialization failure, a cancelled statement. Data PostgreSQL refuses, or SQL it
+    cannot run (a bug), fails the same way every time: that push is set aside."""
+    return transient(error)
 
 
 async def _put_off(redis: Redis, source_id: int, error: Exception, failures: int) -> Intake:
