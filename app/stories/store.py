@@ -13,6 +13,7 @@ commit order, and a worker's copy is exact once it has caught up.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections import Counter
@@ -80,6 +81,12 @@ class ClusteringCache:
 
     def __init__(self, velocity_window: timedelta = WINDOW) -> None:
         self.velocity_window = velocity_window  # what velocity counts (app/stories/velocity.py)
+        # One job of this process at a time works on the copy (a worker runs many jobs at once): one that fails while
+        # waiting its turn has changed nothing, and must not reset the copy under the job whose turn it is.
+        self._turn = asyncio.Lock()
+        self._fresh()
+
+    def _fresh(self) -> None:
         self.state = StoryState()
         self.story_revision = 0
         self.vocabulary_revision = 0
@@ -91,19 +98,21 @@ class ClusteringCache:
 
     def reset(self) -> None:
         """After a failed transaction the copy may hold changes PostgreSQL never got: start again."""
-        self.__init__(self.velocity_window)  # type: ignore[misc]
+        self._fresh()
 
     @contextlib.asynccontextmanager
     async def locked(self, db: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-        """A transaction holding the clustering lock (taken in the round trip that begins it); if it fails, this copy
-        starts again."""
-        try:
-            async with begin_with(db, CLUSTERING_LOCK.text) as connection:
-                yield connection
-                self.reserved, self.revision = set(), None  # a batch that saved nothing leaves none to the next
-        except BaseException:
-            self.reset()
-            raise
+        """A transaction holding the clustering lock (taken in the round trip that begins it), on this copy's turn in
+        the process (the jobs of one worker queue here, not on the lock, and hold no connection while they wait); if
+        it fails, this copy starts again."""
+        async with self._turn:
+            try:
+                async with begin_with(db, CLUSTERING_LOCK.text) as connection:
+                    yield connection
+                    self.reserved, self.revision = set(), None  # a batch that saved nothing leaves none to the next
+            except BaseException:
+                self.reset()
+                raise
 
     async def batch(self, connection: AsyncConnection, article_ids: Sequence[int], *, pending: int = 0,
                     ) -> list[Any]:  # fmt: skip
