@@ -10,6 +10,7 @@ from sqlalchemy.exc import DBAPIError
 
 from app.notifications.delivery import DeliveryReport, deliver_webhooks
 from app.notifications.digest import send_digests
+from app.notifications.digest_runs import DigestRuns
 from app.notifications.fanout import FanoutReport, fan_out
 from app.notifications.repository import prune_hours
 from app.resilience.metrics import DATABASE_RETRIES
@@ -46,12 +47,22 @@ async def _delivered(run: Awaitable[DeliveryReport]) -> int:
 
 
 async def send_digests_job(ctx: dict[str, Any]) -> int:
-    """Every minute: readers whose digest is due get one email (when SMTP is configured). Without PostgreSQL the run
-    says so and ends, counted; a digest it sent but could not record is sent again, the same email, when its lease
-    ends."""
+    """Every minute: readers whose digest is due get one email (when SMTP is configured). One run per worker at a time
+    and `digest_concurrent_runs` across workers (app/notifications/digest_runs.py): a run past them ends at once.
+    Without PostgreSQL the run says so and ends, counted; a digest it sent but could not record is sent again, the
+    same email, when its lease ends."""
     services: Services = ctx["services"]
-    run = send_digests(services.engine, services.settings)
-    return await _unless_postgresql_is_away("send_digests", run, "digests taken are sent again when their lease ends")
+    if not services.settings.smtp_host:
+        return 0  # entries wait; no lease taken for a run that would send nothing
+    if "digest_runs" not in ctx:  # one per worker process (its ctx)
+        ctx["digest_runs"] = DigestRuns(services.redis, services.settings)
+    runs: DigestRuns = ctx["digest_runs"]
+    async with runs.turn() as going:
+        if not going:
+            return 0
+        run = send_digests(services.engine, services.settings)
+        return await _unless_postgresql_is_away("send_digests", run,
+                                                "digests taken are sent again when their lease ends")  # fmt: skip
 
 
 async def _unless_postgresql_is_away(job: str, run: Awaitable[int], then: str) -> int:

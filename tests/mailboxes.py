@@ -61,3 +61,11 @@ def smtp_server(mailbox: Mailbox) -> Iterator[int]:
 
 def mail_settings(settings: Settings, port: int, **more: Any) -> Settings:
     return settings.model_copy(update={"smtp_host": "127.0.0.1", "smtp_port": port, "smtp_tls": "none", **more})
+
+
+def parts(message: Any) -> tuple[str, str]:
+    """A digest's plain-text and HTML bodies, decoded (it must be multipart/alternative with exactly those)."""
+    assert message.get_content_type() == "multipart/alternative"
+    plain, rich = message.get_payload()
+    assert (plain.get_content_type(), rich.get_content_type()) == ("text/plain", "text/html")
+    return plain.get_payload(decode=True).decode(), rich.get_payload(decode=True).decode()

@@ -9,7 +9,7 @@ from app.notifications.digest import send_digests
 from app.services import Services
 from app.settings import Settings
 from tests.alerts import add_digest_entries, add_reader, count
-from tests.mailboxes import Mailbox, mail_settings, smtp_server
+from tests.mailboxes import Mailbox, mail_settings, parts, smtp_server
 
 STORIES = 5000
 MORE = re.compile(r"\.\.\. and ([\d,]+) more, left out")
@@ -29,7 +29,7 @@ async def _one_digest(services: Services, settings: Settings, **limits: int) -> 
     [(recipients, message, size)] = mailbox.messages
     assert recipients == ["swamped@example.com"]
     assert message["Subject"] == f"newsagg: {STORIES} stories for you"
-    return message.get_payload(decode=True).decode(), size
+    return parts(message)[0], size
 
 
 async def _settled(services: Services, listed: int) -> None:

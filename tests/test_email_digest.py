@@ -15,7 +15,7 @@ from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings
 from tests.alerts import add_reader, count
-from tests.mailboxes import Mailbox, smtp_server
+from tests.mailboxes import Mailbox, parts, smtp_server
 from tests.newsroom import add_breaking_event
 
 EMAIL_DELIVERED = ("newsagg_alert_deliveries_total", {"channel": "email", "outcome": "delivered"})
@@ -54,7 +54,7 @@ async def test_an_hourly_digest_lists_the_hours_stories_in_one_email(services: S
     [(recipients, message, _)] = mailbox.messages
     assert recipients == ["digest@example.com"]
     assert message["Subject"] == "newsagg: 3 stories for you"
-    body = message.get_payload()
+    body, _ = parts(message)
     assert ["Story 31" in body, "Story 32" in body, "Story 33" in body] == [True, True, True]
     assert await count(services, "SELECT count(*) FROM deliveries WHERE status = 'delivered'") == 3
     assert await send_digests(services.engine, mail) == 0  # sent once

@@ -43,7 +43,9 @@ FOLLOWER_READERS = """
 
 _LOCAL = "(now() AT TIME ZONE rd.time_zone)"
 _MINUTE = f"(extract(hour FROM {_LOCAL}) * 60 + extract(minute FROM {_LOCAL}))"
-_QUIET = f"""(rd.quiet_start IS NOT NULL AND rd.quiet_end IS NOT NULL AND CASE
+# Whether the reader `rd` (time_zone, quiet_start, quiet_end) is in their quiet hours now, and when they end; the
+# digest's claim reads them too (app/notifications/digest_repository.py).
+QUIET = f"""(rd.quiet_start IS NOT NULL AND rd.quiet_end IS NOT NULL AND CASE
     WHEN rd.quiet_start < rd.quiet_end THEN {_MINUTE} >= rd.quiet_start AND {_MINUTE} < rd.quiet_end
     ELSE {_MINUTE} >= rd.quiet_start OR {_MINUTE} < rd.quiet_end END)"""
 
@@ -56,7 +58,8 @@ def _next_local(minutes: str) -> str:
     )
 
 
-PUSH_AT = f"CASE WHEN {_QUIET} THEN {_next_local('rd.quiet_end')} ELSE now() END"
+QUIET_ENDS = _next_local("rd.quiet_end")
+PUSH_AT = f"CASE WHEN {QUIET} THEN {QUIET_ENDS} ELSE now() END"
 DIGEST_AT = f"""CASE WHEN rd.digest = 'hourly' THEN date_trunc('hour', now()) + interval '1 hour'
                      ELSE {_next_local(":digest_hour * 60")} END"""
 

@@ -1,4 +1,5 @@
-"""What readers' alerts count: notifications written, deliveries by channel and outcome, digest emails sent, and
+"""What readers' alerts count: notifications written, deliveries by channel and outcome, digest emails sent, digest
+runs that did not start (one was going already), and
 (sampled by the worker with the other backlogs) dead deliveries waiting for an administrator and how far the fan-out
 trails the outbox."""
 
@@ -18,6 +19,12 @@ DELIVERIES = Counter(
     ["channel", "outcome"],
 )  # fmt: skip
 DIGEST_EMAILS = Counter("newsagg_alert_digest_emails_sent", "Digest emails the SMTP server accepted.")
+DIGEST_RUNS_SKIPPED = Counter(
+    "newsagg_alert_digest_runs_skipped",
+    "Digest runs that ended at once, by reason: worker_busy (this worker's previous run still going), cluster_cap "
+    "(NEWSAGG_DIGEST_CONCURRENT_RUNS runs going across the workers).",
+    ["reason"],
+)  # fmt: skip
 # sampled from the database: whichever worker sampled last speaks for all
 DEAD_DELIVERIES = Gauge("newsagg_alert_deliveries_dead", "Dead deliveries, waiting for an administrator's replay.",
                         multiprocess_mode="livemostrecent")  # fmt: skip
@@ -40,6 +47,10 @@ def count_deliveries(channel: str, outcomes: Iterable[str]) -> None:
 
 def count_digest_emails(sent: int) -> None:
     DIGEST_EMAILS.inc(sent)
+
+
+def count_digest_run_skipped(reason: str) -> None:
+    DIGEST_RUNS_SKIPPED.labels(reason).inc()
 
 
 def set_backlog(dead: int, fanout_lag_seconds: float) -> None:

@@ -135,8 +135,13 @@ class OperationsSettings(BaseSettings):
         "are counted in an `and N more` line and not sent again.",
     )  # fmt: skip
     digest_max_bytes: int = Field(
-        default=65536, ge=4096, description="Size cap of one digest email, headers included: stories that do not "
-        "fit are counted with those left out.",
+        default=65536, ge=4096, description="Size cap of one digest email as sent, the whole message: headers and "
+        "both its parts (plain text and HTML) together; stories that do not fit are counted with those left out.",
+    )  # fmt: skip
+    digest_concurrent_runs: int = Field(
+        default=2, ge=1, description="Digest runs going at once across all workers (each worker runs one at a time; "
+        "a run that finds the cap reached ends at once, counted in newsagg_alert_digest_runs_skipped_total). Leases "
+        "in Redis that expire if their worker dies; without Redis, runs go ahead uncounted.",
     )  # fmt: skip
 
     # --- real-time delivery and Redis --------------------------------------------------------------------------------

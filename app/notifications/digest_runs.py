@@ -1,0 +1,96 @@
+"""How many digest runs go at once: one per worker process, and at most `digest_concurrent_runs` across the cluster
+(leases in a Redis sorted set scored by their expiry, on Redis's own clock). The cron starts a run every minute and a
+run may last its whole time budget under a slow SMTP server; without a bound a dozen would overlap, each holding a
+worker slot and an SMTP connection for nothing (the claims already keep them from sending one digest twice).
+
+A lease outlives the longest run (`run_seconds` and a margin), so a worker that dies holding one frees it then, and
+is returned when the run ends. Without Redis a run goes ahead uncounted: the claims in PostgreSQL still keep every
+digest from being sent twice, and digests waiting for Redis would help no one."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from app.notifications.digest import run_seconds
+from app.observability.alerts import count_digest_run_skipped
+from app.resilience.metrics import REDIS_DEGRADED
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+KEY = "newsagg:digest:runs"
+LEASE_MARGIN_S = 60.0  # a lease outlives its run's budget by this much (the job's own end, its release)
+
+# KEYS[1] the runs' leases; ARGV cap, lease (s), lease id. 1 when the lease was taken, 0 when the cap is reached.
+_TAKE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 1)
+return 1
+"""
+
+
+def lease_seconds(settings: Settings) -> float:
+    return run_seconds(settings) + LEASE_MARGIN_S
+
+
+class DigestRuns:
+    """The digest runs of one worker process."""
+
+    def __init__(self, redis: Redis, settings: Settings) -> None:
+        self._redis, self._settings = redis, settings
+        self._take = redis.register_script(_TAKE)
+        self._running = False  # this process's run (one event loop: no lock needed around the flag)
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[bool]:
+        """Whether a run may go now, held for the block: False when this process already runs one, or the cluster
+        runs `digest_concurrent_runs` (the caller ends at once; logged at debug and counted)."""
+        if self._running:
+            yield self._skipped("worker_busy", "this worker is still sending the previous run's digests")
+            return
+        self._running = True
+        try:
+            lease = await self._lease()
+            if lease is None:
+                yield self._skipped("cluster_cap", f"{self._settings.digest_concurrent_runs} runs are going already")
+                return
+            try:
+                yield True
+            finally:
+                await self._give_back(lease)
+        finally:
+            self._running = False
+
+    def _skipped(self, reason: str, why: str) -> bool:
+        log.debug("send_digests: not run, %s", why)
+        count_digest_run_skipped(reason)
+        return False
+
+    async def _lease(self) -> str | None:
+        """The lease taken (its id; "" when Redis is away and the run goes ahead uncounted); None at the cap."""
+        lease, settings = uuid.uuid4().hex, self._settings
+        try:
+            taken = await self._take(keys=[KEY], args=[settings.digest_concurrent_runs, lease_seconds(settings), lease])
+        except (RedisError, OSError) as error:  # PostgreSQL's claims still keep each digest from going twice
+            REDIS_DEGRADED.labels("digest_runs").inc()
+            log.warning("send_digests: Redis unreachable (%s); running without the cluster's cap", error)
+            return ""
+        return lease if taken else None
+
+    async def _give_back(self, lease: str) -> None:
+        if not lease:
+            return
+        try:
+            await self._redis.zrem(KEY, lease)
+        except (RedisError, OSError) as error:
+            log.warning("send_digests: could not return the run's lease (Redis: %s): it expires in %.0f s", error,
+                        lease_seconds(self._settings))  # fmt: skip
