@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from app.api.text_input import unstorable
+from app.ingest.text import unstorable
 from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings

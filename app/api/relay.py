@@ -15,7 +15,7 @@ from strawberry.dataloader import DataLoader
 
 from app.api.errors import bad_argument, bad_cursor
 from app.api.scalars import instant
-from app.api.text_input import unstorable
+from app.ingest.text import unstorable
 from app.settings import Settings
 
 T = TypeVar("T", bound=relay.Node)

@@ -1,6 +1,6 @@
 """Text PostgreSQL cannot store (a NUL character, a lone UTF-16 surrogate) is refused before any resolver runs, wherever
 a client put it: in a variable, at any depth, or in an escape of a string literal of the document (the parser refuses
-a lone surrogate anywhere else in it)."""
+a lone surrogate anywhere else in it). What text that is, app/ingest/text.py says (`unstorable`), for feed text too."""
 
 from __future__ import annotations
 
@@ -10,19 +10,8 @@ from typing import Any
 from strawberry.extensions import SchemaExtension
 
 from app.api.errors import bad_argument
+from app.ingest.text import unstorable
 from graphql import DocumentNode, StringValueNode, Visitor, visit
-
-
-def unstorable(text: str) -> str | None:
-    """Why `text` cannot be stored as PostgreSQL text, or None when it can."""
-    if "\x00" in text:
-        return "a NUL character (U+0000)"
-    if not text.isascii():
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            return "a lone surrogate (U+D800 to U+DFFF), which is not a character"
-    return None
 
 
 def _variable_strings(variables: dict[str, Any] | None) -> Iterator[tuple[str, str]]:

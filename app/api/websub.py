@@ -10,7 +10,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from app.api.queue import JobQueue
-from app.api.text_input import unstorable
+from app.ingest.text import unstorable
 from app.queue_names import INGEST_PUSH
 from app.services import Services
 from app.websub.pushes import Pushed, receive

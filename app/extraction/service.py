@@ -20,7 +20,7 @@ from app.entities import repository as entities
 from app.extraction import repository as texts
 from app.extraction.pool import ExtractionCrashed, ExtractionTimedOut, read_page_apart
 from app.ingest.addresses import AddressRefused, check_url_target
-from app.ingest.fetch import FetchError, FetchPolicy, fetch_feed
+from app.ingest.fetch import FetchError, FetchPolicy, fetch_feed, refused
 from app.ingest.politeness import Politeness
 from app.observability.work import count_extraction_abandoned
 from app.places import repository as places
@@ -53,8 +53,8 @@ async def fetch_article_text(
         return TextOutcome(article_id, "skipped")
     try:  # before robots.txt is asked: a page on a private address is refused as such, not as robots' refusal
         await check_url_target(target.url, allow_loopback=settings.allow_loopback_sources)
-    except AddressRefused as refused:
-        return await _failed(db, target, FetchError("address_refused", str(refused)))
+    except AddressRefused as refusal:  # UnusableURL among them: a link that names no address
+        return await _failed(db, target, refused(refusal))
     if not admitted:
         admission = await politeness.admit(target.url)
         if not admission.allowed:

@@ -6,6 +6,7 @@ address whatever DNS says at that moment.
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 import time
 from dataclasses import dataclass, field
@@ -14,9 +15,9 @@ from urllib.parse import urljoin
 
 import httpx
 
-from app.ingest.addresses import AddressRefused
+from app.ingest.addresses import AddressRefused, UnusableURL, url_target
 from app.ingest.hints import parse_retry_after
-from app.ingest.transport import NameNotResolved, guarded_transport
+from app.ingest.transport import NameNotResolved, guarded_transport, request_to
 from app.settings import Settings
 
 ACCEPT = "application/rss+xml, application/atom+xml, application/feed+json, application/xml;q=0.9, */*;q=0.5"
@@ -137,17 +138,35 @@ async def fetch_feed(
             duration_ms=int((time.perf_counter() - started) * 1000),
             permanent_url=permanent_url,
             hints={name: response.headers[name] for name in HINT_HEADERS if name in response.headers},
-            links={rel: urljoin(url, link["url"]) for rel, link in response.links.items() if rel in ("hub", "self")},
+            links=_links(url, response),
             headers=dict(response.headers),
         )
     raise FetchError("too_many_redirects", f"more than {policy.max_redirects} redirects")
 
 
+def refused(error: AddressRefused) -> FetchError:
+    """A refused URL as a fetch failure: `invalid_url` when it names no address at all, `address_refused` when the
+    address is not one to fetch from."""
+    return FetchError("invalid_url" if isinstance(error, UnusableURL) else "address_refused", str(error))
+
+
+def _links(url: str, response: httpx.Response) -> dict[str, str]:
+    """The Link header's hub and self, absolute; a malformed one is no link (the publisher's mistake is not a failed
+    fetch)."""
+    links = {}
+    for rel, link in response.links.items():
+        if rel in ("hub", "self"):
+            with contextlib.suppress(ValueError):
+                links[rel] = urljoin(url, link["url"])
+    return links
+
+
 async def _send(client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> httpx.Response:
     try:
-        return await client.send(client.build_request("GET", url, headers=headers), stream=True)
+        url_target(url)  # what httpx would quietly mend (a space in the host, percent-encoded) is refused too
+        return await client.send(request_to(client, "GET", url, headers=headers), stream=True)
     except AddressRefused as error:
-        raise FetchError("address_refused", str(error)) from error
+        raise refused(error) from error
     except httpx.UnsupportedProtocol as error:
         raise FetchError("address_refused", f"only http(s) is fetched: {error}") from error
     except httpx.HTTPError as error:

@@ -21,9 +21,10 @@ from app.articles import repository as articles
 from app.articles.fingerprints import content_hash
 from app.extraction.repository import save_feed_texts
 from app.extraction.text import ExtractedArticle, feed_text
+from app.ingest.addresses import AddressRefused, url_target
 from app.ingest.crawl_policy import Bounds, CrawlPolicy, CrawlState, Decision, FailureKind, after_failure, after_success
 from app.ingest.events import announce_articles_added
-from app.ingest.fetch import FetchedFeed, FetchError, FetchPolicy, fetch_feed
+from app.ingest.fetch import FetchedFeed, FetchError, FetchPolicy, fetch_feed, refused
 from app.ingest.hints import publisher_delay_s
 from app.ingest.parse import FeedParseError, ParsedEntry, ParsedFeed, TextLimits, parse_feed
 from app.ingest.parser_thread import in_parser_thread
@@ -89,6 +90,10 @@ async def refresh_source(
     plan = await _load_plan(db, source_id)
     if plan is None:
         return RefreshOutcome(source_id, "skipped")
+    try:  # a stored URL that names no address fails here, as a fetch, before politeness reads its host
+        url_target(plan.source.feed_url)
+    except AddressRefused as refusal:
+        return await _fail(db, settings, plan, refused(refusal), FailureKind.STRIKE)
     if politeness is not None and not admitted:
         admission = await politeness.admit(plan.source.feed_url)
         if not admission.allowed:

@@ -1,4 +1,5 @@
-"""HTML fragments from feeds to safe plain text: tags, scripts and styles gone, entities decoded."""
+"""HTML fragments from feeds to safe plain text: tags, scripts and styles gone, entities decoded; and what text
+PostgreSQL can store."""
 
 from __future__ import annotations
 
@@ -49,13 +50,24 @@ def html_to_text(fragment: str, max_chars: int | None = None) -> str:
     return text
 
 
+def unstorable(text: str) -> str | None:
+    """Why `text` cannot be stored as PostgreSQL text, or None when it can: a NUL character (which text columns
+    refuse) or a lone surrogate (which UTF-8 cannot encode; JSON feeds and GraphQL escapes can carry them). The one
+    rule: feed text is cleaned by it (`storable`), API input refused by it (app/api/text_input.py)."""
+    if "\x00" in text:
+        return "a NUL character (U+0000)"
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            return "a lone surrogate (U+D800 to U+DFFF), which is not a character"
+    return None
+
+
 def storable(text: str) -> str:
-    """`text` as PostgreSQL can store it: without NUL characters (which text columns refuse) and with lone
-    surrogates (which UTF-8 cannot encode; JSON feeds can carry them as escapes) replaced."""
+    """`text` as PostgreSQL can store it (see `unstorable`): NUL characters removed, lone surrogates replaced."""
     if "\x00" in text:
         text = text.replace("\x00", "")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    if unstorable(text):
         text = text.encode("utf-8", "replace").decode("utf-8")
     return text

@@ -10,7 +10,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from app.ingest.addresses import AddressRefused, refusal_reason, resolve
+from app.ingest.addresses import AddressRefused, UnusableURL, refusal_reason, resolve
 
 
 class NameNotResolved(httpcore.ConnectError):
@@ -35,11 +35,13 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
+        if not 0 < port < 65536:  # httpx parses any number; the socket layer would fail on it some other way
+            raise UnusableURL(f"port {port} is out of range")
         try:
             addresses = [ipaddress.ip_address(host)]
         except ValueError:
             try:
-                addresses = await resolve(host, port)
+                addresses = await resolve(host, port)  # UnusableURL for a name no resolver takes
             except OSError as error:
                 raise NameNotResolved(f"cannot resolve {host}: {error}") from error
         for address in addresses:
@@ -65,6 +67,15 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+def request_to(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> httpx.Request:
+    """`client.build_request`, with a URL httpx cannot send to raised as UnusableURL (httpx raises InvalidURL, or
+    an IDNA error for an xn-- host it cannot decode: neither is an httpx.HTTPError)."""
+    try:
+        return client.build_request(method, url, **kwargs)
+    except (httpx.InvalidURL, UnicodeError) as error:
+        raise UnusableURL(f"not a usable URL: {url[:200]!r}: {error}") from error
 
 
 def guarded_transport(*, allow_loopback: bool, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 
-import httpx
 from sqlalchemy import BigInteger, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.ingest.addresses import AddressRefused, check_url_target
+from app.ingest.addresses import AddressRefused, UnusableURL, check_url_target
 from app.notifications.errors import AlertErrorCode, AlertRejected
 from app.notifications.models import Notification, WebhookEndpoint
 from app.users.models import ApiKey
@@ -83,8 +82,8 @@ async def unread_count(session: AsyncSession, user_id: int) -> int:
 async def set_endpoint(session: AsyncSession, user_id: int, api_key_id: int, url: str, *, active: bool,
                        allow_loopback: bool) -> tuple[WebhookEndpoint, str | None]:  # fmt: skip
     """The webhook endpoint of one of the reader's live API keys, created (with a new secret, returned once) or
-    changed. The URL must be well formed, http(s), and resolve to public addresses (checked again on every
-    delivery)."""
+    changed. The URL must be well formed (INVALID), http(s), and resolve to public addresses (ADDRESS_REFUSED;
+    checked again on every delivery)."""
     key = await session.scalar(select(ApiKey).where(ApiKey.id == api_key_id, ApiKey.user_id == user_id,
                                                     ApiKey.revoked_at.is_(None)))  # fmt: skip
     if key is None:
@@ -92,6 +91,8 @@ async def set_endpoint(session: AsyncSession, user_id: int, api_key_id: int, url
     url = _well_formed(url)
     try:
         await check_url_target(url, allow_loopback=allow_loopback)
+    except UnusableURL as error:
+        raise AlertRejected(AlertErrorCode.INVALID, str(error), "url") from error
     except AddressRefused as error:
         raise AlertRejected(AlertErrorCode.ADDRESS_REFUSED, str(error), "url") from error
     secret = "whsec_" + secrets.token_urlsafe(32)
@@ -108,20 +109,15 @@ async def set_endpoint(session: AsyncSession, user_id: int, api_key_id: int, url
 
 
 def _well_formed(url: str) -> str:
-    """The URL stripped, if httpx can send to it: printable ASCII without spaces (anything else percent-encoded, a
-    host in its xn-- form), at most MAX_URL characters, parsed by httpx as a delivery will parse it, its port valid."""
+    """The URL stripped, if it is what a webhook's URL must be beyond a fetchable one (check_url_target): at most
+    MAX_URL characters (it is stored and shown), printable ASCII without spaces (anything else percent-encoded, a host
+    in its xn-- form), so that what a reader sets is what every delivery sends to."""
     url = url.strip()
     if not 0 < len(url) <= MAX_URL:
         raise AlertRejected(AlertErrorCode.INVALID, f"a URL has 1 to {MAX_URL} characters", "url")
     if not all(" " < character <= "~" for character in url):
         raise AlertRejected(AlertErrorCode.INVALID, "a URL is printable ASCII without spaces (percent-encode the "
                                                     "rest, write a host in its xn-- form)", "url")  # fmt: skip
-    try:
-        port = httpx.URL(url).port
-    except httpx.InvalidURL as error:
-        raise AlertRejected(AlertErrorCode.INVALID, f"not a valid URL: {error}", "url") from error
-    if port is not None and not 0 < port < 65536:  # httpx parses any number; a connection would fail on it
-        raise AlertRejected(AlertErrorCode.INVALID, f"not a valid URL: port {port} is out of range", "url")
     return url
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from app.ingest.addresses import AddressRefused
-from app.ingest.transport import guarded_transport
+from app.ingest.addresses import AddressRefused, UnusableURL, url_target
+from app.ingest.transport import guarded_transport, request_to
 from app.notifications.signing import HEADER, sign
 from app.settings import Settings
 
@@ -55,10 +55,11 @@ async def post(client: httpx.AsyncClient, url: str, secret: str, key: str, body:
 
     try:
         async with asyncio.timeout(deadline):
-            request = client.build_request("POST", url, content=body, headers={HEADER: sign(secret, body),
-                                                                               "Newsagg-Delivery": key})  # fmt: skip
+            url_target(url)  # what httpx would quietly mend (a space in the host) or fail on later (port 0)
+            request = request_to(client, "POST", url, content=body, headers={HEADER: sign(secret, body),
+                                                                             "Newsagg-Delivery": key})  # fmt: skip
             response = await client.send(request, stream=True)
-    except httpx.InvalidURL as error:  # not an httpx.HTTPError; stored before the API checked URLs this way
+    except UnusableURL as error:  # stored before the API checked URLs this way
         return outcome(False, None, f"invalid URL: {error}"[:500], permanent=True)
     except (TimeoutError, httpx.TimeoutException):
         return outcome(False, None, f"timed out: no status and headers within {deadline:g} s")

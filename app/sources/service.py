@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.ingest.addresses import AddressRefused, check_url_target
+from app.ingest.addresses import AddressRefused, UnusableURL, check_url_target, url_target
 from app.ingest.urls import InvalidUrl, normalize_url
 from app.places.countries import checked_country
 from app.places.outlets import infer
@@ -46,11 +46,15 @@ async def create_source(
     """`resolve=False` skips the DNS lookup (trusted lists loaded offline); every fetch still checks the address
     it connects to."""
     feed_url = _checked_url(request.feed_url)
-    if resolve:
-        try:
+    try:
+        if resolve:
             await check_url_target(feed_url, allow_loopback=settings.allow_loopback_sources)
-        except AddressRefused as error:
-            raise SourceRejected(SourceErrorCode.ADDRESS_REFUSED, str(error), "feedUrl") from error
+        else:
+            url_target(feed_url)  # no DNS, but a URL the fetcher could never use is refused all the same
+    except UnusableURL as error:
+        raise SourceRejected(SourceErrorCode.INVALID_URL, str(error), "feedUrl") from error
+    except AddressRefused as error:
+        raise SourceRejected(SourceErrorCode.ADDRESS_REFUSED, str(error), "feedUrl") from error
     min_s, max_s = rules.interval_seconds(
         _given(request.min_interval_minutes, settings.crawl_min_interval_minutes),
         _given(request.max_interval_minutes, settings.crawl_max_interval_minutes),

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.engine import Executor
 from app.ingest.addresses import AddressRefused
+from app.ingest.transport import request_to
 from app.settings import Settings
 from app.sources import repository as sources
 from app.sources.models import Source, SourceStatus
@@ -74,10 +75,10 @@ async def subscribe(
     form = {"hub.mode": "subscribe", "hub.topic": found.topic, "hub.callback": callback_url(settings, token),
             "hub.secret": secret, "hub.lease_seconds": str(settings.websub_lease_seconds)}  # fmt: skip
     try:
-        response = await http.post(found.hub, data=form)
+        response = await http.send(request_to(http, "POST", found.hub, data=form))
         state = "subscribing" if response.status_code in (200, 202, 204) else "failed"
         detail = f"HTTP {response.status_code}"
-    except (httpx.HTTPError, AddressRefused) as error:
+    except (httpx.HTTPError, AddressRefused) as error:  # UnusableURL among them: a hub URL that names no address
         state, detail = "failed", f"{type(error).__name__}: {error}"
     if state == "failed":
         log.warning("hub %s refused the subscription to %s: %s", found.hub, found.topic, detail)
