@@ -122,6 +122,36 @@ async def test_a_new_feeds_backlog_does_not_take_over_a_current_story(services: 
     assert current.first_seen_at > datetime.now(UTC) - timedelta(hours=1)
 
 
+async def test_stories_of_a_lagging_feed_are_merged_by_the_next_pass(services: Services, settings: Settings) -> None:
+    """Given two stories of one event whose articles were published an hour before they were clustered (a feed
+    polled late), when a merge pass runs on any worker, then it compares them: what counts is when a story last
+    changed in clustering, not when its latest article was published."""
+    titles = ["Plosser taper weather Fed", "Fed Plosser taper weather data"]
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    await two_stories_of_one_event(services, await stored(services, settings, titles), titles, an_hour_ago)
+    assert await merge_stories(services.engine, datetime.now(UTC), ClusteringCache()) == 1
+    [survivor] = await stories(services)
+    assert (survivor.article_count, survivor.last_updated_at) == (2, an_hour_ago)
+
+
+async def test_a_merge_pass_compares_what_changed_since_the_last_pass_on_any_worker(
+    services: Services, settings: Settings
+) -> None:
+    """Given a pass that found nothing to merge, when a worker that never merged clusters a story of the same event
+    later (published long before), then the next pass, on a third worker, merges the two; a pass after it finds
+    nothing new."""
+    titles = ["Plosser taper weather Fed", "Fed Plosser taper weather data"]
+    ids = await stored(services, settings, titles)
+    long_ago = datetime.now(UTC) - timedelta(hours=5)
+    [first] = await two_stories_of_one_event(services, ids[:1], titles[:1], long_ago)
+    assert await merge_stories(services.engine, datetime.now(UTC), ClusteringCache()) == 0
+    [second] = await two_stories_of_one_event(services, ids[1:], titles[1:], long_ago + timedelta(minutes=1))
+    assert await merge_stories(services.engine, datetime.now(UTC), ClusteringCache()) == 1
+    async with services.engine.connect() as connection:
+        assert await store.resolve(connection, first) == await store.resolve(connection, second)
+    assert await merge_stories(services.engine, datetime.now(UTC), ClusteringCache()) == 0
+
+
 async def test_stories_through_the_api(gql: Any, services: Services, settings: Settings) -> None:
     ids = await stored(services, settings, [APPLE[0], APPLE[1], APPLE[2], FED[0]])
     await cluster_articles(services.engine, ids)
