@@ -21,7 +21,7 @@ from app.places.models import ArticlePlace
 from app.search.models import SearchTerm
 from app.sharing.models import ShareClickBatch, ShareLink, ShareLinkDay, ShareLinkKey
 from app.sources.models import CrawlSchedule, FetchLog, Source
-from app.stories.models import StoryCluster, StoryVocabulary
+from app.stories.models import StoryCluster, StoryMergePass, StoryVocabulary
 from app.users.models import (
     ApiKey,
     ReadEvent,
@@ -63,6 +63,7 @@ __all__ = [
     "SourceMute",
     "StoryCluster",
     "StoryFollow",
+    "StoryMergePass",
     "StoryVocabulary",
     "TopicFollow",
     "TrustedDocument",

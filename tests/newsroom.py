@@ -91,10 +91,11 @@ async def search_newsroom(services: Services, settings: Settings) -> list[int]:
     return outlets
 
 
-async def two_stories_of_one_event(services: Services, ids: list[int], titles: list[str]) -> list[int]:
+async def two_stories_of_one_event(services: Services, ids: list[int], titles: list[str],
+                                   published: datetime | None = None) -> list[int]:  # fmt: skip
     """Stories of one event (one per article), as early articles can make (the merge pass is what joins them): their
-    ids."""
-    now = datetime.now(UTC)
+    ids. Their articles were published now, or at `published` (a feed's lag)."""
+    now = published or datetime.now(UTC)
     weights: dict[str, float] = {"plosser": 2, "taper": 1, "weather": 1, "fed": 1}
     cache = ClusteringCache()
     async with cache.locked(services.engine) as connection:

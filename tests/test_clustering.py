@@ -202,3 +202,34 @@ def test_headlines_cut_into_character_grams_need_their_own_threshold() -> None:
     assert (clusterer.threshold("zh"), clusterer.threshold("ja"), clusterer.threshold("en")) == (0.25, 0.25, 0.2)
     assert clusterer.threshold(None) == 0.2  # unknown language: read as English
     assert StoryClusterer(ClusteringPolicy(gram_threshold=None)).threshold("zh") == ClusteringPolicy().threshold
+
+
+IPHONE = ["Apple unveils iPhone 17 at Cupertino event",
+          "Apple unveils iPhone 17 with thinner design at Cupertino event"]  # fmt: skip
+
+
+def test_an_old_article_starts_its_own_story_rather_than_taking_over_a_current_one() -> None:
+    """Given a story of this week's launch, when an article of the launch two years ago arrives (a new feed's
+    backlog), then it does not join: joined, it would have been the story's earliest article and its headline."""
+    clusterer, state = StoryClusterer(), StoryState()
+    at = datetime(2025, 9, 10, 12, tzinfo=UTC)
+    launch = {clusterer.assign(state, IncomingArticle(k, title, "", f"o{k}", at + timedelta(minutes=k)))
+              for k, title in enumerate(IPHONE)}  # fmt: skip
+    [story] = launch
+    old = IncomingArticle(9, "Apple unveils iPhone 15 at Cupertino event", "", "o9", at - timedelta(days=730))
+    assert clusterer.assign(state, old) != story
+    assert state.stories[story].representative.article_id == 0
+    assert state.stories[story].first_seen == at
+
+
+def test_an_article_older_than_a_story_within_its_lifetime_joins_and_begins_it() -> None:
+    """Given a story begun today, when an article of the same event published yesterday arrives late, then it joins
+    and the story begins with it; the lifetime then counts from it: an article three days and a minute after it
+    starts a story of its own."""
+    clusterer, state = StoryClusterer(), StoryState()
+    story = clusterer.assign(state, IncomingArticle(1, FED[0], "", "a", NOW))
+    assert clusterer.assign(state, IncomingArticle(2, FED[1], "", "b", NOW - timedelta(days=1))) == story
+    assert state.stories[story].first_seen == NOW - timedelta(days=1)
+    assert state.stories[story].representative.article_id == 2  # the earliest, at equal authority
+    late = IncomingArticle(3, FED[0], "", "c", NOW + timedelta(days=2, minutes=1))
+    assert clusterer.assign(state, late) != story

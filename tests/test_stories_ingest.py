@@ -28,6 +28,8 @@ FED = ["Fed's Plosser says weak data caused by weather, taper on track",
        "Fed's Plosser: weather hit the data, taper on track"]  # fmt: skip
 APPLE = ["Apple unveils iPhone 6 with larger screen", "Apple iPhone 6 launch: larger screen, better camera",
          "Larger screen for Apple's new iPhone 6"]  # fmt: skip
+IPHONE_17 = ["Apple unveils iPhone 17 at Cupertino event",
+             "Apple unveils iPhone 17 with thinner design at Cupertino event"]  # fmt: skip
 
 
 async def stored(services: Services, settings: Settings, titles: list[str], start: int = 0) -> list[int]:
@@ -101,6 +103,53 @@ async def test_stories_that_prove_one_are_merged_and_old_ids_resolve(services: S
     assert (survivors[0].article_count, survivors[0].source_count) == (2, 2)
     async with services.engine.connect() as connection:
         assert await store.resolve(connection, a) == await store.resolve(connection, b) == survivors[0].id
+
+
+async def test_a_new_feeds_backlog_does_not_take_over_a_current_story(services: Services, settings: Settings) -> None:
+    """Given this week's iPhone launch as a story, when a newly added feed's backlog brings the launch of two years
+    ago, then that article starts a story of its own: the current one keeps its headline and its first article."""
+    launch = await stored(services, settings, IPHONE_17)
+    [story] = set((await cluster_articles(services.engine, launch)).values())
+    async with services.db.begin() as session:
+        source = await create_source(session, settings, SourceRequest(
+            feed_url="http://127.0.0.1:9/backlog", name="Backlog", authority=1.0))  # fmt: skip
+        old = NewArticle(source.id, "old", "https://backlog.example/old", "Apple unveils iPhone 15 at Cupertino event",
+                         "", None, datetime.now(UTC) - timedelta(days=730), 0)  # fmt: skip
+        [backlog] = [a.id for a in await insert_new(session, [old])]
+    assert (await cluster_articles(services.engine, [backlog]))[backlog] != story
+    current = next(s for s in await stories(services) if s.id == story)
+    assert (current.article_count, current.representative_article_id) == (2, launch[1])
+    assert current.first_seen_at > datetime.now(UTC) - timedelta(hours=1)
+
+
+async def test_stories_of_a_lagging_feed_are_merged_by_the_next_pass(services: Services, settings: Settings) -> None:
+    """Given two stories of one event whose articles were published an hour before they were clustered (a feed
+    polled late), when a merge pass runs on any worker, then it compares them: what counts is when a story last
+    changed in clustering, not when its latest article was published."""
+    titles = ["Plosser taper weather Fed", "Fed Plosser taper weather data"]
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    await two_stories_of_one_event(services, await stored(services, settings, titles), titles, an_hour_ago)
+    assert await merge_stories(services.engine, datetime.now(UTC), ClusteringCache()) == 1
+    [survivor] = await stories(services)
+    assert (survivor.article_count, survivor.last_updated_at) == (2, an_hour_ago)
+
+
+async def test_a_merge_pass_compares_what_changed_since_the_last_pass_on_any_worker(
+    services: Services, settings: Settings
+) -> None:
+    """Given a pass that found nothing to merge, when a worker that never merged clusters a story of the same event
+    later (published long before), then the next pass, on a third worker, merges the two; a pass after it finds
+    nothing new."""
+    titles = ["Plosser taper weather Fed", "Fed Plosser taper weather data"]
+    ids = await stored(services, settings, titles)
+    long_ago = datetime.now(UTC) - timedelta(hours=5)
+    [first] = await two_stories_of_one_event(services, ids[:1], titles[:1], long_ago)
+    assert await merge_stories(services.engine, datetime.now(UTC), ClusteringCache()) == 0
+    [second] = await two_stories_of_one_event(services, ids[1:], titles[1:], long_ago + timedelta(minutes=1))
+    assert await merge_stories(services.engine, datetime.now(UTC), ClusteringCache()) == 1
+    async with services.engine.connect() as connection:
+        assert await store.resolve(connection, first) == await store.resolve(connection, second)
+    assert await merge_stories(services.engine, datetime.now(UTC), ClusteringCache()) == 0
 
 
 async def test_stories_through_the_api(gql: Any, services: Services, settings: Settings) -> None:

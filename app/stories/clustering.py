@@ -3,7 +3,8 @@
 Similarity is the cosine between the article's TF-IDF vector and the story's centroid (the sum of its articles'
 term weights, IDF-weighted), with IDF learned from every article seen; an article must also share at least
 `min_shared` of its significant terms with the story. Only stories updated within the window are candidates (older
-ones are frozen), found through their strongest terms.
+ones are frozen), found through their strongest terms, and only while the story's span with the article stays within
+its lifetime (an article far older than a story, from a feed's backlog, starts its own).
 
 The algorithm is pure and synchronous: it works on a `StoryState` (app/stories/state.py), the active stories and
 vocabulary in memory.
@@ -62,8 +63,11 @@ class ClusteringPolicy:
     gram_threshold: float | None = 0.25
     min_shared: int = 2
     window: timedelta = timedelta(hours=48)
-    # A story takes no article more than this long after its first one: a running theme (a pandemic, a war) becomes
-    # a story a day or two, not one card that swallows months of news by always having a fresh article.
+    # A story spans at most this long, from its earliest article to its latest: it takes no article more than this
+    # after its first one, so a running theme (a pandemic, a war) becomes a story a day or two, not one card that
+    # swallows months of news by always having a fresh article; nor one more than this before its latest one, so an
+    # old article (a new feed's backlog, last year's launch) starts a story of its own rather than joining this
+    # week's and, being the earliest, taking over its headline.
     lifetime: timedelta = timedelta(days=3)
     significant_idf: float = 2.0  # terms rarer than this (by IDF) count as "significant"
     candidate_terms: int = 8  # look stories up by this many of the article's rarest terms
@@ -168,10 +172,12 @@ class StoryClusterer:
         best, best_score = None, self.threshold(article.language)
         bars, roles = signature_bars(state, counts, self.policy), role_terms(counts)
         weight, plain = self.policy.signature_weight, not bars[0] and not roles  # no evidence can count
-        born = article.at - self.policy.lifetime
+        # the story's span with this article stays within its lifetime (a story's own span does: joins and merges
+        # keep it so), whether the article is newer than its first article or older than its latest
+        born, ends = article.at - self.policy.lifetime, article.at + self.policy.lifetime
 
         def score(story: Story) -> float | None:  # for a tie: the loop below computes the same inline
-            if not story.norm or story.first_seen < born:
+            if not story.norm or story.first_seen < born or story.last_updated > ends:
                 return None
             # the dot product over the article's terms, in C (map) rather than a generator: the same sum
             centroid = story.centroid
@@ -185,7 +191,7 @@ class StoryClusterer:
         since, threshold = article.at - self.policy.window, best_score
         tied = False
         for story in state.found(lookup, since, sharing=sharing):
-            if not story.norm or story.first_seen < born:
+            if not story.norm or story.first_seen < born or story.last_updated > ends:
                 continue
             centroid = story.centroid  # as `score`, inline: no call per candidate
             value = sum(map(operator.mul, query, map(centroid.get, words, _ZEROS))) / (length * story.norm)

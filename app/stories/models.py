@@ -1,10 +1,24 @@
-"""The story_clusters table; a merged story points at the story it was merged into."""
+"""The story_clusters table (a merged story points at the story it was merged into), the vocabulary, and where the
+merge passes have got to."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, Sequence, String, Text, func, text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    Sequence,
+    String,
+    Text,
+    func,
+    text,
+)
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -74,6 +88,17 @@ class StoryVocabulary(Base):
     term: Mapped[str] = mapped_column(String(64), primary_key=True)
     documents: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
     revision: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+
+
+class StoryMergePass(Base):
+    """One row: the revision the latest merge pass saved with. The next pass, on whichever worker, compares the
+    stories written from that revision on (app/stories/store.py)."""
+
+    __tablename__ = "story_merge_passes"
+    __table_args__ = (CheckConstraint("id", name="one_row"),)
+
+    id: Mapped[bool] = mapped_column(Boolean, primary_key=True, default=True, server_default=text("true"))
+    revision: Mapped[int] = mapped_column(BigInteger)
 
 
 # Stamps every write of clustering state, in commit order (writers hold the clustering lock).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -14,7 +14,6 @@ from app.stories.store import ClusteringCache
 
 # At ingest the merge pass runs on its own schedule (jobs: merge_stories), not every N articles.
 INGEST_POLICY = dataclasses.replace(ClusteringPolicy(), merge_every=10**9)
-MERGE_LOOKBACK = timedelta(minutes=10)  # the merge pass compares stories changed this recently with the rest
 
 
 async def cluster_articles(db: AsyncEngine, article_ids: Sequence[int], cache: ClusteringCache | None = None, *,
@@ -41,12 +40,14 @@ async def cluster_articles(db: AsyncEngine, article_ids: Sequence[int], cache: C
 
 
 async def merge_stories(db: AsyncEngine, now: datetime, cache: ClusteringCache | None = None) -> int:
-    """Stories changed in the last few minutes, compared with every active story sharing their strongest terms; and
-    the velocity of breaking stories measured again."""
+    """Stories changed in clustering since the previous pass (on any worker), compared with every active story sharing
+    their strongest terms; and the velocity of breaking stories measured again."""
     cache = cache or ClusteringCache()
     async with cache.locked(db) as connection:
-        state = await cache.catch_up(connection, since=now - INGEST_POLICY.window)
-        state.since_merge = {s.id for s in state.stories.values() if s.last_updated >= now - MERGE_LOOKBACK}
+        since = now - INGEST_POLICY.window
+        changed = await cache.begin_merge_pass(connection, since)
+        state = await cache.catch_up(connection, since=since)
+        state.since_merge = changed & state.stories.keys()
         merged = StoryClusterer(INGEST_POLICY).merge_pass(state, now)
         state.changed |= {s.id for s in state.stories.values() if s.is_breaking}  # cooling down is a change
         await cache.save(connection, datetime.now(UTC), flush_vocabulary=True)

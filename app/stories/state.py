@@ -231,6 +231,7 @@ class StoryState:
         self.add_weights(story, weights, idf)
         story.size += 1
         story.sources.add(article.source)
+        story.first_seen = min(story.first_seen, article.at)  # an article older than the story's first (a late feed)
         story.last_updated = max(story.last_updated, article.at)
         candidate = Representative(article.id, article.title, article.authority, article.at)
         if candidate.better_than(story.representative):

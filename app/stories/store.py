@@ -73,6 +73,23 @@ _BATCH = text(f"""
         ON a.id = ANY(CAST((SELECT ids FROM wanted) AS bigint[]))
     ORDER BY a.published_at, a.id
 """)
+# A merge pass's reservation (a revision, no story ids) with the stories it compares, in one round trip: those written
+# from the revision the previous pass saved with on, that pass's own writes included (a story that absorbed another
+# has not been compared whole since); and this pass's revision recorded for the next one. Revisions, not publication
+# times: a story of a feed polled an hour late changed now.
+_MERGE_PASS = text(f"""
+    WITH {_RESERVED.format(count="0")},
+    previous AS (SELECT revision FROM story_merge_passes),
+    marked AS (
+        INSERT INTO story_merge_passes (id, revision) SELECT true, revision FROM reserved
+        ON CONFLICT (id) DO UPDATE SET revision = excluded.revision)
+    SELECT r.revision, r.new_ids,
+           ARRAY(SELECT s.id FROM story_clusters AS s
+                 WHERE s.revision >= coalesce((SELECT revision FROM previous), 0) AND s.merged_into_id IS NULL
+                       AND s.last_updated_at >= :since  -- the active ones: the first pass reads no old story
+                 ORDER BY s.id) AS changed
+    FROM reserved AS r
+""")
 _CHANGED_VOCABULARY = text("SELECT term, documents, revision FROM story_vocabulary WHERE revision > :revision")
 
 
@@ -127,6 +144,14 @@ class ClusteringCache:
     async def reserve(self, connection: AsyncConnection, count: int) -> None:
         """Ids for `count` new stories, and the save's revision (under the lock, so revisions follow commit order)."""
         self._reserved((await connection.execute(_RESERVE, {"n": count})).one())
+
+    async def begin_merge_pass(self, connection: AsyncConnection, since: datetime) -> set[int]:
+        """The active stories (updated since `since`) written since the previous merge pass (on any worker) began
+        saving, to be compared with the rest; with this pass's revision reserved and recorded as where the next one
+        starts (taken back with this transaction if it fails)."""
+        row = (await connection.execute(_MERGE_PASS, {"since": since})).one()
+        self._reserved(row)
+        return set(row.changed)
 
     async def catch_up(self, connection: AsyncConnection, since: datetime) -> StoryState:
         """Reads what other workers changed since this copy's last save. When the batch's revision, reserved first
