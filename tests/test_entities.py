@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.entities.evidence import CLASH_PENALTY, ENTITY_WEIGHT, entity_terms, role_clash
+from app.entities.evidence import CLASH_PENALTY, ENTITY_WEIGHT, clash, entity_terms, role_clash, role_terms
 from app.entities.extractor import MAX_ENTITIES, MAX_NAME, MAX_TEXT, extract
 from app.entities.gazetteer import PLACES_FILE
-from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState
+from app.stories.clustering import ClusteringPolicy, IncomingArticle, StoryClusterer, StoryState, article_terms
 from tests.conftest import REPO
 
 NOW = datetime(2026, 11, 25, 12, tzinfo=UTC)
@@ -144,3 +144,80 @@ def test_the_place_list_ships_with_its_geonames_attribution() -> None:
     assert {PLACES_FILE.name, NOTICE.name} <= set(shipped["app.entities"])
     notice = NOTICE.read_text()
     assert all(words in notice for words in ("GeoNames", "https://www.geonames.org/", "CC BY 4.0", "Changes"))
+
+
+@pytest.mark.parametrize(
+    ("title", "holder", "story"),
+    [
+        ("President Biden signs infrastructure bill into law", "per:biden",
+         "President Joe Biden signs infrastructure bill"),
+        ("Mayor Adams unveils budget", "per:adams", "Mayor Eric Adams unveils city budget"),
+        ("Chancellor Scholz visits Paris", "per:scholz", "Chancellor Olaf Scholz visits Paris"),
+        ("Prime Minister Sunak calls election", "per:sunak", "Prime Minister Rishi Sunak calls election"),
+    ],
+)  # fmt: skip
+def test_a_role_holder_named_by_surname_is_the_holder_named_in_full(title: str, holder: str, story: str) -> None:
+    # given: a story whose articles name the holder in full, and an article that gives only the surname
+    article, full = article_terms(title, "", "en"), article_terms(story, "", "en")
+    assert any(term.endswith("=" + holder) for term in role_terms(article))
+    # when / then: the same person is no counter-evidence, either way round
+    assert clash(role_terms(article), full) == 0.0
+    assert clash(role_terms(full), article) == 0.0
+
+
+def test_another_holder_of_the_role_still_clashes_whether_named_in_full_or_by_surname() -> None:
+    story = article_terms("President Joe Biden signs infrastructure bill", "", "en")
+    for title in ("President Trump signs infrastructure bill", "President Donald Trump signs infrastructure bill"):
+        assert clash(role_terms(article_terms(title, "", "en")), story) == CLASH_PENALTY
+    # a surname that only ends another ("Biden" in "Obiden") is not the same person
+    assert clash(("@president=per:biden",), {"@president=per:joe obiden": 1.0}) == CLASH_PENALTY
+
+
+def test_an_article_naming_the_holder_by_surname_joins_the_story_that_names_him_in_full() -> None:
+    # given: a story from articles naming President Joe Biden, among unrelated stories
+    clusterer, state = StoryClusterer(ClusteringPolicy(threshold=0.45)), StoryState()
+    background = ["Stocks fall as oil prices rise", "Apple unveils new iPhone", "Storm hits the coast of Florida",
+                  "Football club sacks manager", "Central bank holds rates", "Senate opens session"] * 3  # fmt: skip
+    for k, title in enumerate(background):
+        clusterer.assign(state, IncomingArticle(100 + k, title, "", "wire", NOW))
+    story = clusterer.assign(state, IncomingArticle(1, "President Joe Biden signs infrastructure bill", "", "o1", NOW))
+    # when: an article names him as "President Biden"
+    later = IncomingArticle(
+        2, "Infrastructure bill signed into law by President Biden", "", "o2", NOW + timedelta(minutes=5)
+    )
+    # then: it joins that story
+    assert clusterer.assign(state, later) == story
+
+
+@pytest.mark.parametrize(
+    ("title", "name", "role"),
+    [
+        ("Sen. Elizabeth Warren unveils wealth tax plan", "Elizabeth Warren", "senator"),
+        ("Gov. Newsom signs state budget", "Newsom", "governor"),
+        ("Texas Gov. Greg Abbott signs bill", "Greg Abbott", "governor"),
+        ("Rep. Alexandria Ocasio-Cortez speaks on climate", "Alexandria Ocasio-Cortez", "representative"),
+        ("Gen. Mark Milley retires from the Army", "Mark Milley", "general"),
+        ("Lt. Gov. Dan Patrick says session will resume", "Dan Patrick", "lieutenant governor"),
+        ("Sgt. John Smith honoured for bravery", "John Smith", None),
+        ("Col. Sanders recipe sold at auction", "Sanders", None),
+        ("Prof. Stephen Hawking lecture streamed", "Stephen Hawking", None),
+        ("Capt. Tom Moore raises millions", "Tom Moore", None),
+    ],
+)  # fmt: skip
+def test_abbreviated_titles_are_roles_or_honorifics_not_part_of_the_name(title: str, name: str, role: str | None,
+                                                                          ) -> None:  # fmt: skip
+    people = {e.name: e.role for e in extract(title, "", "en") if e.kind == "PER"}
+    assert people == {name: role}
+
+
+def test_a_title_abbreviation_ends_no_sentence_but_a_name_before_a_full_stop_does() -> None:
+    assert named("Police thank Sgt. Jane Doe", "") == {"Jane Doe": "PER"}
+    assert named("Florida Gov. touts policies", "") == {"Florida": "LOC"}  # a title with no name after it
+    assert named("Texas Lt. Gov. Dan Patrick says", "") == {"Texas": "LOC", "Dan Patrick": "PER"}
+    assert named("It was said by Collins. Tesla fell", "Tesla fell again on Tuesday.")["Tesla"] == "ORG"
+
+
+@pytest.mark.parametrize("invisible", ["\u00ad", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"])
+def test_soft_hyphens_and_zero_width_characters_do_not_split_a_name(invisible: str) -> None:
+    found = extract(f"Angela Mer{invisible}kel besucht Paris heute", "", "de")
+    assert {e.key for e in found} == {"per:angela merkel", "loc:paris"}

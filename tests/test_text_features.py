@@ -97,3 +97,13 @@ def test_hostile_text_is_cut_in_linear_time_into_bounded_terms() -> None:
     assert terms("ab-" * 250_000 + "cd", language="en") == {"ab": 250_000.0, "cd": 1.0}
     assert terms("\u0301" * 500_000 + "x", language="en") == {}
     assert terms("\u0301" * 500_000, language="el") == {}
+
+
+@pytest.mark.parametrize("invisible", ["\u00ad", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"])
+def test_soft_hyphens_and_zero_width_characters_sit_inside_words(invisible: str) -> None:
+    """A feed's `&shy;` (U+00AD, common in German) or a zero-width character is invisible: the word reads as one."""
+    assert list(segments(f"Bundes{invisible}kanzler{invisible} besucht Paris")) == [
+        ("word", "Bundeskanzler"), ("word", "besucht"), ("word", "Paris")]  # fmt: skip
+    assert terms(f"Bundes{invisible}kanzler besucht Paris", language="de") == terms("Bundeskanzler besucht Paris",
+                                                                                    language="de")  # fmt: skip
+    assert list(segments(f"台{invisible}风")) == [("gram", "台风")]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import stopwordsiso
 
 from app.entities.gazetteer import place_form, places
-from app.entities.kinds import HONORIFICS, NOT_NAMES, ORG_LAST, ROLES, demonym, is_acronym, kind_of
+from app.entities.kinds import ABBREVIATED_TITLES, HONORIFICS, NOT_NAMES, ORG_LAST, ROLES, demonym, is_acronym, kind_of
 from app.entities.phrases import Phrase, phrases
 from app.text.word_forms import fold_accents, stopwords
 
@@ -85,7 +85,8 @@ _cached = functools.lru_cache(maxsize=4096)(extract_uncached)
 
 @functools.cache  # one set union per language, not per article
 def _stopwords(language: str | None) -> frozenset[str]:
-    return (stopwords(language) | NOT_NAMES) - NAME_STARTS
+    """Words a name neither begins nor ends with; a title's abbreviation at its end ("Florida Gov.") names no one."""
+    return (stopwords(language) | NOT_NAMES | ABBREVIATED_TITLES) - NAME_STARTS
 
 
 @functools.cache
@@ -117,14 +118,18 @@ def _add(found: dict[str, _Found], phrase: Phrase, stop: frozenset[str]) -> None
 
 
 def _split_at_roles(phrase: Phrase) -> list[tuple[Phrase, bool]]:
-    """ "Kodak CEO Jim Continenza" is an organisation (the name before a company role), then a person with a role."""
+    """ "Kodak CEO Jim Continenza" is an organisation (the name before a company role), then a person with a role;
+    an abbreviated role of two words is cut before its first ("Texas Lt. Gov. Dan Patrick")."""
     words, parts, start = phrase.words, [], 0
     for index in range(1, len(words) - 1):
+        if words[index].casefold() not in ROLES:
+            continue
         pair = " ".join(words[index - 1 : index + 1]).casefold()  # "Prime Minister" stays whole
-        if words[index].casefold() in ROLES and index > start and pair not in ROLES:
+        begin = index if pair not in ROLES else index - 1 if pair.endswith(".") else start
+        if begin > start:
             employer = ROLES[words[index].casefold()] in COMPANY_ROLES
-            parts.append((Phrase(words[start:index], phrase.sentence_start and start == 0), employer))
-            start = index
+            parts.append((Phrase(words[start:begin], phrase.sentence_start and start == 0), employer))
+            start = begin
     parts.append((Phrase(words[start:], phrase.sentence_start and start == 0), False))
     return parts
 

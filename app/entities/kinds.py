@@ -15,7 +15,9 @@ ROLES = {
     "pope": "pope", "chief constable": "chief constable", "judge": "judge", "justice": "justice",
     "speaker": "speaker", "health secretary": "health secretary", "foreign minister": "foreign minister",
     "opposition leader": "opposition leader", "treasurer": "treasurer", "attorney general": "attorney general",
-    "general": "general", "governor-general": "governor-general", "secretary of state": "secretary of state",
+    "general": "general", "gen.": "general", "governor-general": "governor-general",
+    "secretary of state": "secretary of state", "lieutenant governor": "lieutenant governor",
+    "lt. gov.": "lieutenant governor", "atty. gen.": "attorney general",
     "bundeskanzler": "chancellor", "kanzler": "chancellor", "bundeskanzlerin": "chancellor",
     "präsident": "president", "präsidentin": "president", "président": "president", "présidente": "president",
     "presidente": "president", "premier ministre": "prime minister", "ministre": "minister",
@@ -25,9 +27,13 @@ ROLES = {
 HONORIFICS = frozenset({
     "mr", "mr.", "mrs", "mrs.", "ms", "ms.", "dr", "dr.", "sir", "dame", "lord", "lady", "prince", "princess",
     "professor", "prof.", "former", "late", "st", "saint", "rev.", "reverend", "detective", "officer",
-    "captain", "capt.", "sgt.", "sergeant", "inspector", "superintendent", "lieutenant", "colonel", "col.",
+    "captain", "capt.", "capt", "sgt.", "sgt", "sergeant", "inspector", "insp.", "insp", "superintendent", "supt.",
+    "supt", "lieutenant", "lt.", "lt", "colonel", "col.", "maj.", "cpl.", "pvt.", "adm.", "cmdr.", "cllr", "prof",
+    "rev", "hon.",
     "star", "singer", "actor", "actress", "author",
 })  # fmt: skip
+# Titles written with a full stop ("Sen.", "Gov.", "Prof."): the stop is part of the title, not a sentence's end
+ABBREVIATED_TITLES = frozenset(w for t in (*ROLES, *HONORIFICS) for w in t.split() if w.endswith("."))
 _ORG_LAST = """
 party council ministry department university college school hospital bank inc inc. corp corp. corporation ltd
 llc plc group league association police court agency commission network news airlines airways foods board club fc

@@ -1,5 +1,6 @@
 """Capitalised phrases of a text: runs of capitalised words ("Angela Merkel", "Bank of England"), each with the
-title word before it ("President", "Mr") and whether it opens a sentence (where any word is capitalised)."""
+title word before it ("President", "Mr", "Sen.") and whether it opens a sentence (where any word is capitalised).
+A title's full stop stays ("Gov." is a role, "Gov" a word of the name) and ends no sentence."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from app.entities.gazetteer import place_form, places
+from app.entities.kinds import ABBREVIATED_TITLES
 from app.text.segments import normalized
 
 # Words, punctuation, and any other sign alone ("•", "/", "+", an emoji or flag): a sign between two names ends the
-# first ("Joe Biden 🇺🇸 Xi Jinping" names two people); combining marks and zero-width joiners sit inside words.
+# first ("Joe Biden 🇺🇸 Xi Jinping" names two people); combining marks, variation selectors and direction marks are
+# no signs (`normalized` has removed soft hyphens and zero-width characters, so "Mer\u00adkel" is one word).
 _TOKEN = re.compile(
     r"[^\W_][\w]*(?:['\u2019.&-][\w]+)*\.?|[.,!?:;|\"\u201c\u201d\u2018()\[\]\u2014\u2013]|\s-\s|&"
     r"|[^\w\s\u0300-\u036f\u200b-\u200f\u2060\ufe00-\ufe0f\ufeff]"
@@ -50,7 +53,9 @@ def phrases(text: str) -> Iterator[Phrase]:
         if capitalised(token) or (run and token.casefold() in CONNECTORS):
             if not run:
                 run_start = starts
-            ends = token.endswith(".") and len(token) > 4 and "." not in token[:-1]  # "Collins." ends a sentence
+            ends = (  # "Collins." ends a sentence, "Prof." does not
+                token.endswith(".") and len(token) > 4 and "." not in token[:-1] and not _title(token)
+            )
             if token[-2:] in ("'s", "\u2019s") or ends:  # "Russia's Alexey Navalny" is two names
                 run.append(token[:-2] if not ends else token[:-1])
                 yield from _close(run, run_start)
@@ -69,4 +74,13 @@ def _close(run: list[str], sentence_start: bool) -> Iterator[Phrase]:
     while run and run[-1].casefold() in CONNECTORS:
         run = run[:-1]
     if run:
-        yield Phrase(tuple(w.rstrip(".") if len(w) > 3 and w.count(".") == 1 else w for w in run), sentence_start)
+        yield Phrase(tuple(_without_stop(w) for w in run), sentence_start)
+
+
+def _without_stop(word: str) -> str:
+    """ "Inc." is "Inc", "U.S." and "Jr." stay (app/entities/extractor.py), and so does a title's stop."""
+    return word.rstrip(".") if len(word) > 3 and word.count(".") == 1 and not _title(word) else word
+
+
+def _title(word: str) -> bool:
+    return word.casefold() in ABBREVIATED_TITLES

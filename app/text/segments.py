@@ -1,8 +1,11 @@
 """Unicode word segmentation: words where scripts put spaces, character n-grams where they don't.
 
 Text is NFKC-normalised first (full-width Latin and digits, half-width katakana and ligatures become their plain
-forms). Words are runs of letters, digits and combining marks (a Devanagari vowel sign or an Arabic haraka belongs
-to its word), joined by an inner apostrophe, hyphen or dot ("U.S.", "F-15C", "aujourd'hui").
+forms), and the invisible characters that may sit inside a word are removed before: the soft hyphen (`&shy;`, common
+in German feeds), zero-width space, non-joiner and joiner, word joiner and byte-order mark, so "Mer&shy;kel" is
+"Merkel" and a word reads the same with or without them. Words are runs of letters, digits and combining marks (a
+Devanagari vowel sign or an Arabic haraka belongs to its word), joined by an inner apostrophe, hyphen or dot ("U.S.",
+"F-15C", "aujourd'hui").
 Scripts written without spaces are cut as search cuts CJK text (migration 0010), by script: Han ideographs and
 Hangul into overlapping character bigrams (a one-character run stays whole), katakana runs (names and loanwords)
 whole, hiragana dropped (in a headline it is particles and inflections), and Thai, Lao, Khmer and Myanmar runs into
@@ -40,10 +43,14 @@ _HIRAGANA = "\u3040-\u309f"
 _SOUTHEAST_ASIAN = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"  # Thai, Lao, Myanmar, Khmer
 _UNSPACED = _HAN + _HANGUL + _KATAKANA + _HIRAGANA + _SOUTHEAST_ASIAN
 _HAS_UNSPACED = re.compile(f"[{_UNSPACED}]")
+_INVISIBLE = re.compile(r"[\u00ad\u200b-\u200d\u2060\ufeff]")  # NFKC keeps them, and \w leaves them out
 _RUNS = re.compile(f"([{_HAN}{_HANGUL}]+)|([{_KATAKANA}]+)|[{_HIRAGANA}]+|([{_SOUTHEAST_ASIAN}]+)|([^{_UNSPACED}]+)")
 
 
 def normalized(text: str) -> str:
+    """The text as words are read from it (segments here, capitalised phrases in app/entities/phrases.py)."""
+    if _INVISIBLE.search(text):
+        text = _INVISIBLE.sub("", text)
     return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
 
 
