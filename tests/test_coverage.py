@@ -7,10 +7,13 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from app.articles.models import Article
 from app.articles.repository import NewArticle, insert_new
 from app.articles.understanding import understand_articles
 from app.services import Services
 from app.settings import Settings
+from app.stories.coverage import coverage_pages
+from app.stories.repository import CoverageRequest
 from app.stories.service import cluster_articles
 from tests.conftest import GraphQLClient, count_queries, document
 from tests.newsroom import add_source
@@ -101,6 +104,62 @@ async def test_copies_fold_under_their_original_whatever_the_outlet(gql: GraphQL
     second = await coverage(gql, story["id"], first=1, after=first["pageInfo"]["endCursor"])
     assert (outline(first), outline(second)) == ([("Wire", [APPLE[0]])], [("Daily", [APPLE[2]])])
     assert first["edges"][0]["node"]["articles"][0]["copyCount"] == 3
+
+
+async def wire_story_copied_seven_times(services: Services, settings: Settings) -> list[int]:
+    """Wire's story (the original) re-run seven times by Daily, Blog and Wire itself, and Daily's two own articles;
+    clustered into one story. Returns the ids in the order published."""
+    o = await outlets(services, settings, Wire=0.9, Daily=0.5, Blog=0.2)
+    reruns = [(o[name], APPLE[0], "", 3 + k) for k, name in enumerate(["Daily", "Blog", "Wire"] * 2 + ["Blog"])]
+    ids = await publish(services, (o["Wire"], APPLE[0], "", 0), (o["Daily"], APPLE[1], "", 1),
+                        (o["Daily"], APPLE[2], "", 2), *reruns)  # fmt: skip
+    assert await understand_articles(services.engine, ids, now=datetime.now(UTC)) == dict.fromkeys(ids[3:], ids[0])
+    await cluster_articles(services.engine, ids)
+    return ids
+
+
+SIZED = """query($id: ID!, $articles: Int) {
+        story(id: $id) { coverage { edges { node { source { name } ...Outlet } } } } }
+    fragment Outlet on CoverageGroup { articleCount articles(first: $articles) { article { title } copyCount
+        ... on CoverageArticle { copies(first: 2) { publishedAt } } } }"""
+
+
+async def test_an_outlet_s_articles_and_an_article_s_copies_come_a_few_at_a_time(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    """Given a story whose wire article has seven copies and whose Daily outlet has two articles of its own, when its
+    coverage is read, then an article lists its first 5 copies by default (`first` to ask for more or fewer) and an
+    outlet its first `first` articles, while `copyCount` and `articleCount` count them all."""
+    ids = await wire_story_copied_seven_times(services, settings)
+    story_id = (await story_ids(gql))[APPLE[0]]
+    connection = await coverage(gql, story_id)
+    assert outline(connection) == [("Wire", [APPLE[0]]), ("Daily", [APPLE[1], APPLE[2]])]
+    [wire_story] = connection["edges"][0]["node"]["articles"]
+    assert (wire_story["copyCount"], len(wire_story["copies"])) == (7, 5)
+    assert [c["publishedAt"] for c in wire_story["copies"]] == [(T0 + timedelta(seconds=3 + k)).isoformat()
+                                                                 for k in range(5)]  # fmt: skip
+    sized = (await gql.post(SIZED, {"id": story_id, "articles": 1}))["data"]["story"]["coverage"]["edges"]
+    wire, daily = (edge["node"] for edge in sized)
+    assert (wire["articleCount"], daily["articleCount"]) == (1, 2)
+    assert [item["article"]["title"] for item in daily["articles"]] == [APPLE[1]]
+    assert (wire["articles"][0]["copyCount"], len(wire["articles"][0]["copies"])) == (7, 2)
+    assert len(ids) == 10
+
+
+async def test_a_page_holds_only_the_articles_and_copies_asked_for(services: Services, settings: Settings) -> None:
+    """Given the same story, when a page asks for one article per outlet and three copies per article, then that is
+    all the page holds (the statement reads no more), with every copy and article counted."""
+    ids = await wire_story_copied_seven_times(services, settings)
+    async with services.db() as session:
+        story_id = (await session.get(Article, ids[0])).cluster_id  # type: ignore[union-attr]
+        [page], sources = await coverage_pages(session, [CoverageRequest(story_id, 5, articles=1, copies=3)])
+        [none], _ = await coverage_pages(session, [CoverageRequest(story_id, 5, articles=0, copies=0)])
+    wire, daily = page.groups
+    assert [(g.article_count, len(g.items)) for g in page.groups] == [(1, 1), (2, 1)]
+    assert (wire.items[0].copy_count, [c.id for c in wire.items[0].copies]) == (7, ids[3:6])
+    assert (daily.items[0].article.id, daily.items[0].copies) == (ids[1], [])
+    assert {s.name for s in sources} == {"Wire", "Daily", "Blog"}
+    assert [(g.article_count, g.items) for g in none.groups] == [(1, []), (2, [])]
 
 
 async def test_pages_walk_every_group_once(gql: GraphQLClient, services: Services, settings: Settings) -> None:

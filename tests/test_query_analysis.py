@@ -16,7 +16,7 @@ from strawberry.extensions import QueryDepthLimiter
 from strawberry.extensions.max_aliases import count_fields_with_alias
 from strawberry.extensions.validation_cache import _get_validate_cache
 
-from app.api.analysis.cost import QUERY_COST, QUERY_NODES, price
+from app.api.analysis.cost import QUERY_COST, QUERY_NODES, cost_refusal, price
 from app.api.analysis.rule import shape_refusals, shape_rule
 from app.api.analysis.summary import Analysis, Summary
 from app.api.context import Context
@@ -172,8 +172,9 @@ def test_fragment_cycles_end() -> None:
 
 
 def test_the_documents_clients_copy_and_introspection_pass_and_cost_little() -> None:
-    """One point each, but Stories: 20 stories and 5 outlets of each's coverage are 120 nodes, 2 points (at pages
-    of 100, 600 nodes, 6 points)."""
+    """One point each, but Stories: 20 stories, 5 outlets of each's coverage and an article of each outlet are 220
+    nodes, 3 points (at pages of 100, 1,100 nodes, 11 points); and StoryCoverage: 20 outlets, 10 articles of each and
+    5 copies of each article are 1,220 nodes, 13 points (61 at 100 outlets)."""
     introspection = get_introspection_query(descriptions=True, specified_by_url=True, input_value_deprecation=True)
     documents = {p.stem: p.read_text() for p in sorted(GRAPHQL_DIR.glob("*.graphql"))}
     documents["introspection"] = introspection
@@ -184,7 +185,21 @@ def test_the_documents_clients_copy_and_introspection_pass_and_cost_little() -> 
             summary = analysed(text, {"first": first})[0]
             if summary.cost(DEFAULTS.query_nodes_per_point) > 1:
                 costly[name] = summary.cost(DEFAULTS.query_nodes_per_point)
-    assert prices == {None: {"Stories": 2}, 100: {"Stories": 6}}
+    assert prices == {None: {"Stories": 3, "StoryCoverage": 13}, 100: {"Stories": 11, "StoryCoverage": 61}}
+
+
+def test_an_outlet_s_articles_and_an_article_s_copies_are_priced_as_pages() -> None:
+    """A story's coverage lists its outlets, their articles and the articles' copies: each list is a page, `first`
+    as asked or its own default (10 articles of an outlet, 5 copies of an article), so a story with 10,000 copies of
+    one article costs what the page asks for, and a page of 100 x 100 x 100 is refused."""
+    document = """query($n: Int, $m: Int) { story(id: 1) { coverage(first: $n) { edges { node { articleCount
+        articles(first: $m) { copyCount copies { id } } } } } } }"""
+    assert analysed(document, {"n": 3, "m": 2})[0].nodes == 3 * (1 + 2 * (1 + 5))
+    assert analysed(document, {"n": 3})[0].nodes == 3 * (1 + 10 * (1 + 5))
+    widest = """{ story(id: 1) { coverage(first: 100) { edges { node {
+        articles(first: 100) { copies(first: 100) { id } } } } } } }"""
+    assert analysed(widest)[0].nodes == 100 * (1 + 100 * (1 + 100))
+    assert cost_refusal(analysed(widest)[0], DEFAULTS) is not None
 
 
 async def test_each_request_is_priced_from_its_variables_with_validation_cached(

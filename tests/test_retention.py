@@ -89,7 +89,7 @@ async def test_each_kind_goes_at_its_age_and_not_before(services: Services, sett
                             "breaking-recent": (BREAKING_TOPIC, 10 * DAY, True),
                             "breaking-old": (BREAKING_TOPIC, 40 * DAY, True)}.items())  # fmt: skip
     expected = {"articles": 1, "stories": 0, "read_events": 1, "sessions": 2, "fetch_log": 3, "fetch_archive": 1,
-                "outbox": 2, "notifications": 0, "deliveries": 0, "fanouts": 0}  # fmt: skip
+                "vocabulary": 0, "outbox": 2, "notifications": 0, "deliveries": 0, "fanouts": 0}  # fmt: skip
 
     assert await count_due(services.engine, settings, now) == expected
     done = await prune(services.engine, settings, now)

@@ -4,7 +4,9 @@ A setting of 0 keeps that kind forever. Articles go by when they were stored (`c
 date: an old item a feed still lists would otherwise be deleted and stored again every hour. An article of a story
 that changed within the clustering window (and an hour, for the workers' copies to let the story go) waits: a live
 story never loses articles or its representative to retention. Emptied and merged stories wait as long, since a
-worker still holding one could write it back; those a pass empties are deleted by the next pass (service.py).
+worker still holding one could write it back; those a pass empties are deleted by the next pass (service.py). The
+clustering vocabulary forgets a term few articles had (`vocabulary_rare_documents`) and none for long; the row that
+counts the articles stays.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from app.stories.velocity import BREAKING_TOPIC
 
 # A story unchanged this long has left every worker's clustering copy (app/stories/store.py)
 SETTLING = ClusteringPolicy().window + timedelta(hours=1)
-KINDS = ("articles", "stories", "read_events", "sessions", "fetch_log", "fetch_archive", "outbox")
+KINDS = ("articles", "stories", "read_events", "sessions", "fetch_log", "fetch_archive", "vocabulary", "outbox")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,7 @@ class Cutoffs:
     sessions: datetime | None  # sessions that expired or were signed out before this
     fetch_log: datetime | None
     fetch_archive: datetime | None  # archived bodies (app/archive/); they also go with their fetch log row
+    vocabulary: datetime | None  # rare clustering terms no article has had since before this
     outbox: dict[str, datetime] = field(default_factory=dict)  # delivered events of each topic written before this
 
 
@@ -74,5 +77,6 @@ def cutoffs(settings: Settings, now: datetime) -> Cutoffs:
         sessions=_before(now, settings.sessions_retention_days * DAY),
         fetch_log=_before(now, settings.fetch_log_retention_days * DAY),
         fetch_archive=_before(now, settings.fetch_archive_retention_days * DAY),
+        vocabulary=_before(now, settings.vocabulary_retention_days * DAY),
         outbox=outbox,
     )

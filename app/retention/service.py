@@ -47,10 +47,11 @@ async def prune(db: AsyncEngine, settings: Settings, now: datetime) -> Retention
     rows, articles = settings.retention_article_batch * ROWS_PER_ARTICLE, settings.retention_article_batch
     # Stories first: those the articles below empty are deleted by the next pass, an hour on, once every clustering
     # worker has read that they are empty and let them go (a worker still holding one would write it back).
-    for kind in ("stories", "read_events", "sessions", "fetch_log", "fetch_archive"):
+    for kind in ("stories", "read_events", "sessions", "fetch_log", "fetch_archive", "vocabulary"):
         if (before := getattr(due, kind)) is not None:
             size = articles if kind == "stories" else rows  # stories go under the clustering lock, as articles do
-            batch = partial(repository.delete_rows_batch, kind=kind, before=before, batch=size)
+            rare = settings.vocabulary_rare_documents
+            batch = partial(repository.delete_rows_batch, kind=kind, before=before, batch=size, rare=rare)
             await _in_batches(db, done, kind, size, batch)
     if due.articles is not None:
         batch = partial(_articles_batch, before=due.articles, settled=due.settled, batch=articles, done=done)
@@ -67,6 +68,11 @@ async def prune(db: AsyncEngine, settings: Settings, now: datetime) -> Retention
                  dict(done.deleted), done.batches, done.longest_batch_s, len(done.stories_repaired),
                  done.stories_emptied)  # fmt: skip
     return done
+
+
+def _due(kind: str, settings: Settings) -> dict[str, int]:
+    """What besides age makes a row of `kind` due: a vocabulary term's rarity."""
+    return {"rare": settings.vocabulary_rare_documents} if kind == "vocabulary" else {}
 
 
 async def _articles_batch(connection: AsyncConnection, *, before: datetime, settled: datetime, batch: int,
@@ -99,7 +105,7 @@ async def count_due(db: AsyncEngine, settings: Settings, now: datetime) -> dict[
         for kind in KINDS[:-1]:
             before = getattr(due_at, kind)
             if before is not None:
-                extra = {"settled": due_at.settled} if kind == "articles" else {}
+                extra = {"settled": due_at.settled} if kind == "articles" else _due(kind, settings)
                 found[kind] = await repository.count_due(connection, kind, before=before, **extra)
         if due_at.outbox:
             found["outbox"] = sum([await repository.count_outbox_due(connection, topic, before=before)

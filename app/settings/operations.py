@@ -195,6 +195,20 @@ class OperationsSettings(BaseSettings):
         ge=0,
         description="Archived fetch bodies older than this are deleted (never later than their fetch log row).",
     )
+    vocabulary_retention_days: float = Field(
+        default=90,
+        ge=0,
+        description="Terms of the clustering vocabulary (the document frequencies behind IDF) that at most "
+        "`NEWSAGG_VOCABULARY_RARE_DOCUMENTS` articles had, and none for this many days, are forgotten: the table "
+        "every new clustering worker reads whole stops growing with each typo and one-off name. A term forgotten "
+        "and seen again counts from there; a running worker keeps what it holds until it restarts.",
+    )
+    vocabulary_rare_documents: int = Field(
+        default=2,
+        ge=1,
+        description="The most articles a vocabulary term may have had to be forgotten "
+        "(`NEWSAGG_VOCABULARY_RETENTION_DAYS`); common terms stay, however old.",
+    )
     breaking_events_retention_days: float = Field(
         default=30,
         ge=0,

@@ -25,6 +25,7 @@ from app.entities.evidence import clash, entity_terms, role_terms
 from app.entities.extractor import extract
 
 # the state's types, also importable from here (where the clusterer's callers have always found them)
+from app.stories.state import TERM_LENGTH
 from app.stories.state import TOP_TERMS as TOP_TERMS
 from app.stories.state import IncomingArticle as IncomingArticle
 from app.stories.state import Representative as Representative
@@ -133,10 +134,19 @@ def signs(story: Story, bars: tuple[list[str], list[float]]) -> float:
 
 def article_terms(title: str, summary: str, language: str | None) -> dict[str, float]:
     """What an article is matched by: its words (app/stories/text_features.py) and its entities as terms of their
-    own (app/entities/evidence.py)."""
+    own (app/entities/evidence.py), each at most TERM_LENGTH characters long."""
     counts = terms(title, summary, language)
     counts.update(entity_terms(extract(title, summary, language)))
-    return counts
+    return counts if max(map(len, counts), default=0) <= TERM_LENGTH else _cut(counts)
+
+
+def _cut(counts: dict[str, float]) -> dict[str, float]:
+    """Terms cut to the length the vocabulary stores: two that share their first TERM_LENGTH characters are one
+    term, their weights added (as the stored count of their documents is one)."""
+    cut: dict[str, float] = {}
+    for term, weight in counts.items():
+        cut[term[:TERM_LENGTH]] = cut.get(term[:TERM_LENGTH], 0.0) + weight
+    return cut
 
 
 class StoryClusterer:

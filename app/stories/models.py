@@ -80,14 +80,17 @@ class StoryCluster(Base):
 
 
 class StoryVocabulary(Base):
-    """Document frequency of each term over every article clustered (the empty term counts the articles)."""
+    """Document frequency of each term over every article clustered (the empty term counts the articles), and when
+    an article last had it: retention forgets the rare terms unseen for long (app/retention/)."""
 
     __tablename__ = "story_vocabulary"
-    __table_args__ = (Index("ix_story_vocabulary_revision", "revision"),)
+    __table_args__ = (Index("ix_story_vocabulary_revision", "revision"),
+                      Index("ix_story_vocabulary_seen_at", "seen_at"))  # fmt: skip
 
-    term: Mapped[str] = mapped_column(String(64), primary_key=True)
+    term: Mapped[str] = mapped_column(String(64), primary_key=True)  # app/stories/state.TERM_LENGTH
     documents: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
     revision: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+    seen_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
 
 class StoryMergePass(Base):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, text, tuple_
+from sqlalchemy import BigInteger, column, func, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
 from app.articles.models import Article
 from app.db.engine import Executor
@@ -87,10 +86,13 @@ GroupKey = tuple[float, datetime, int]
 
 @dataclass(frozen=True, slots=True)
 class CoverageRequest:
-    """A page of a story's coverage: `size` groups after the group at `after` (None: from the first)."""
+    """A page of a story's coverage: `size` groups after the group at `after` (None: from the first), up to
+    `articles` articles of each group (earliest first) and up to `copies` copies of each article (earliest first)."""
 
     story_id: int
     size: int
+    articles: int
+    copies: int
     after: GroupKey | None = None
 
 
@@ -101,6 +103,7 @@ class CoverageGroupRow:
     source_id: int | None  # None: the page is empty
     authority: float
     earliest: datetime
+    article_count: int  # the group's articles, all of them
 
 
 # A group is one outlet's articles in a story, leaving out copies of the story's other articles (they fold under
@@ -113,7 +116,8 @@ _COVERAGE_GROUPS = text("""
              WITH ORDINALITY AS r(story_id, size, after_authority, after_earliest, after_source_id, number)
     ),
     grouped AS (
-        SELECT a.cluster_id AS story_id, a.source_id, s.authority, min(a.published_at) AS earliest
+        SELECT a.cluster_id AS story_id, a.source_id, s.authority, min(a.published_at) AS earliest,
+               count(*) AS article_count
         FROM articles a JOIN sources s ON s.id = a.source_id
         WHERE a.cluster_id IN (SELECT story_id FROM request) AND NOT EXISTS (
             SELECT FROM articles o
@@ -121,14 +125,14 @@ _COVERAGE_GROUPS = text("""
         GROUP BY a.cluster_id, a.source_id, s.authority
     ),
     paged AS (
-        SELECT r.number, g.source_id, g.authority, g.earliest,
+        SELECT r.number, g.source_id, g.authority, g.earliest, g.article_count,
                row_number() OVER (PARTITION BY r.number ORDER BY g.authority DESC, g.earliest, g.source_id) AS position
         FROM request r JOIN grouped g ON g.story_id = r.story_id
         WHERE r.after_source_id IS NULL OR g.authority < r.after_authority
            OR (g.authority = r.after_authority AND (g.earliest, g.source_id) > (r.after_earliest, r.after_source_id))
     )
     SELECT r.number, (SELECT count(*) FROM grouped g WHERE g.story_id = r.story_id) AS total,
-           p.source_id, p.authority, p.earliest
+           p.source_id, p.authority, p.earliest, p.article_count
     FROM request r LEFT JOIN paged p ON p.number = r.number AND p.position <= r.size + 1
     ORDER BY r.number, p.position
 """)
@@ -142,27 +146,56 @@ async def coverage_groups(db: Executor, requests: Sequence[CoverageRequest]) -> 
         "after_earliest": [r.after[1] if r.after else None for r in requests],
         "after_source_id": [r.after[2] if r.after else None for r in requests],
     })  # fmt: skip
-    return [CoverageGroupRow(row.number - 1, row.total, row.source_id, row.authority, row.earliest) for row in rows]
+    return [CoverageGroupRow(row.number - 1, row.total, row.source_id, row.authority, row.earliest,
+                             row.article_count or 0) for row in rows]  # fmt: skip
+
+
+# The articles shown in each (story, source) group: its first `articles` (copies of another article of the story left
+# out, as in _COVERAGE_GROUPS), each with how many copies it has in the story and its first `copies` of them. A wire
+# story re-run 10,000 times is one count and a few rows, not 10,000 rows.
+_SHOWN_ARTICLES = text("""
+    WITH wanted AS (
+        SELECT * FROM unnest(CAST(:story_id AS bigint[]), CAST(:source_id AS bigint[]), CAST(:articles AS int[]),
+                             CAST(:copies AS int[])) AS w(story_id, source_id, articles, copies)
+    ),
+    listed AS (
+        SELECT a.id, a.cluster_id AS story_id, a.duplicate_of_id IS NULL AS original, w.articles, w.copies,
+               row_number() OVER (PARTITION BY w.story_id, w.source_id ORDER BY a.published_at, a.id) AS position
+        FROM wanted w JOIN articles a ON a.cluster_id = w.story_id AND a.source_id = w.source_id
+        WHERE NOT EXISTS (
+            SELECT FROM articles o
+            WHERE o.id = a.duplicate_of_id AND o.cluster_id = a.cluster_id AND o.duplicate_of_id IS NULL)
+    ),
+    shown AS (SELECT * FROM listed WHERE position <= articles)
+    SELECT s.id, CAST(NULL AS bigint) AS original_id,
+           CASE WHEN s.original THEN (SELECT count(*) FROM articles c
+                                      WHERE c.duplicate_of_id = s.id AND c.cluster_id = s.story_id)
+                ELSE 0 END AS copy_count
+    FROM shown s
+    UNION ALL
+    SELECT c.id, s.id, 0
+    FROM shown s CROSS JOIN LATERAL (
+        SELECT c.id FROM articles c WHERE c.duplicate_of_id = s.id AND c.cluster_id = s.story_id
+        ORDER BY c.published_at, c.id LIMIT s.copies) c
+    WHERE s.original
+""").columns(column("id", BigInteger), column("original_id", BigInteger), column("copy_count", BigInteger))
 
 
 async def coverage_articles(
-    session: AsyncSession, groups: Collection[tuple[int, int]]
-) -> list[tuple[Article, Source, int | None]]:
-    """The articles of these (story, source) groups, earliest first, with their sources, each with the id of the
+    session: AsyncSession, groups: Mapping[tuple[int, int], tuple[int, int]]
+) -> list[tuple[Article, Source, int | None, int]]:
+    """The articles shown in these (story, source) groups, each group's first `articles` (from its (articles, copies)
+    sizes) and up to `copies` copies of each, earliest first, with their sources. Each comes with the id of the
     original it copies when that original is in its story (the copy is then listed under the original, whichever
-    group that is in)."""
-    pairs = list(groups)
-    original = aliased(Article)
-    copies = and_(original.id == Article.duplicate_of_id, original.cluster_id == Article.cluster_id,
-                  original.duplicate_of_id.is_(None))  # fmt: skip
+    group that is in), and an original with how many copies it has in the story."""
+    keys = list(groups)
+    shown = _SHOWN_ARTICLES.subquery("shown")
     rows = await session.execute(
-        select(Article, Source, original.id).join(Source, Source.id == Article.source_id)
-        .outerjoin(original, copies)
-        .where(Article.cluster_id.in_(list({story for story, _ in pairs})),
-               or_(original.id.is_(None) & tuple_(Article.cluster_id, Article.source_id).in_(pairs),
-                   tuple_(original.cluster_id, original.source_id).in_(pairs)))
-        .order_by(Article.published_at, Article.id))  # fmt: skip
-    return [(article, source, original_id) for article, source, original_id in rows]
+        select(Article, Source, shown.c.original_id, shown.c.copy_count).join(shown, shown.c.id == Article.id)
+        .join(Source, Source.id == Article.source_id).order_by(Article.published_at, Article.id),
+        {"story_id": [story for story, _ in keys], "source_id": [source for _, source in keys],
+         "articles": [groups[k][0] for k in keys], "copies": [groups[k][1] for k in keys]})  # fmt: skip
+    return [(article, source, original_id, int(count)) for article, source, original_id, count in rows]
 
 
 async def sources_of_stories(db: Executor, *, breaking: bool = False, ids: Collection[int] = ()) -> set[int]:

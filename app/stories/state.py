@@ -63,6 +63,9 @@ class Representative:
         return (-self.authority, self.at, self.article_id) < (-other.authority, other.at, other.article_id)
 
 
+# Terms are stored (story_vocabulary.term, varchar(64)) and counted (StoryState.frequencies) this long at most: a
+# longer word or name is cut where the terms are made (clustering.article_terms), so memory and PostgreSQL agree.
+TERM_LENGTH = 64
 STORY_TOPIC_SHARE = 0.3  # a story is about a topic when this share of its articles with a topic is
 
 

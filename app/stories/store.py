@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.engine import begin_with
 from app.stories.models import StoryCluster
-from app.stories.state import Representative, Story, StoryState, story_topics
+from app.stories.state import TERM_LENGTH, Representative, Story, StoryState, story_topics
 from app.stories.updates import STORY_UPDATED_TOPIC, update_events
 from app.stories.velocity import BREAKING_TOPIC, WINDOW, breaking_events, measure
 
@@ -203,7 +203,9 @@ class ClusteringCache:
         state = self.state
         revision = self.revision or await connection.scalar(text("SELECT nextval('story_revision_seq')"))
         if state.articles_observed and (flush_vocabulary or state.articles_observed >= VOCABULARY_FLUSH_ARTICLES):
-            vocabulary = Counter({w[:64]: n for w, n in state.observed.items()})
+            vocabulary: Counter[str] = Counter()
+            for term, documents in state.observed.items():  # terms come cut (article_terms); any other is cut here
+                vocabulary[term[:TERM_LENGTH]] += documents
             vocabulary[TOTAL] += state.articles_observed
             terms = sorted(vocabulary)
             await connection.execute(_SAVE_VOCABULARY, {"term": terms, "documents": [vocabulary[t] for t in terms],
@@ -238,11 +240,12 @@ class ClusteringCache:
 
 
 _SAVE_VOCABULARY = text("""
-    INSERT INTO story_vocabulary (term, documents, revision)
-    SELECT u.term, u.documents, :revision FROM unnest(CAST(:term AS varchar[]), CAST(:documents AS bigint[]))
-        AS u(term, documents)
+    INSERT INTO story_vocabulary (term, documents, revision, seen_at)
+    SELECT u.term, u.documents, :revision, now()
+    FROM unnest(CAST(:term AS varchar[]), CAST(:documents AS bigint[])) AS u(term, documents)
     ON CONFLICT (term) DO UPDATE
-    SET documents = story_vocabulary.documents + excluded.documents, revision = excluded.revision
+    SET documents = story_vocabulary.documents + excluded.documents, revision = excluded.revision,
+        seen_at = excluded.seen_at
 """)
 _SAVE_STORIES = """
     INSERT INTO story_clusters (id, title, representative_article_id, centroid, centroid_norm, article_count,

@@ -60,9 +60,18 @@ def page_sizes(variables: dict[str, Any], settings: Settings) -> PageSize:
             return _asked(node, (SPAN_ARGUMENT,), variables, default if isinstance(default, int) else 1, MAX_DAYS)
         if not any(name in definition.args for name in PAGE_ARGUMENTS):
             return None
-        return _asked(node, PAGE_ARGUMENTS, variables, settings.page_size_default, settings.page_size_max)
+        return asked_page(node, definition, variables, settings)
 
     return page
+
+
+def asked_page(node: FieldNode, definition: GraphQLField, variables: dict[str, Any], settings: Settings) -> int:
+    """The page a paged field asks for: `first` (or `last`) as asked, else the field's own default (a nested list,
+    such as an outlet's articles in a story's coverage, declares a smaller one), else the default page size; at most
+    the largest page."""
+    declared = next((definition.args[name].default_value for name in PAGE_ARGUMENTS if name in definition.args), None)
+    default = declared if isinstance(declared, int) and not isinstance(declared, bool) else settings.page_size_default
+    return _asked(node, PAGE_ARGUMENTS, variables, default, settings.page_size_max)
 
 
 def _asked(node: FieldNode, names: tuple[str, ...], variables: dict[str, Any], default: int, most: int) -> int:

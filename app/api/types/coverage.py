@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from datetime import datetime
 
 import strawberry
 from strawberry import relay
+from strawberry.types.nodes import SelectedField, Selection
 
 from app.api.context import Info
 from app.api.errors import bad_cursor
-from app.api.relay import decode_cursor, encode_cursor
+from app.api.relay import decode_cursor, encode_cursor, page_size
 from app.api.types.article import ArticleNode
 from app.api.types.source import SourceNode
 from app.stories.coverage import CoverageGroup as Group
@@ -18,6 +20,10 @@ from app.stories.coverage import CoverageItem, CoveragePage
 from app.stories.repository import GroupKey
 
 CURSOR_KIND = "coverage"
+# What a coverage page shows when `articles` or `copies` is not given a `first`: an outlet rarely has more articles in
+# one story; a copy is mostly another outlet's name, and `copyCount` tells how many there are in all.
+ARTICLES_PER_OUTLET = 10
+COPIES_PER_ARTICLE = 5
 
 
 @strawberry.type(
@@ -25,25 +31,36 @@ CURSOR_KIND = "coverage"
     "any outlet) folded under it instead of listed on their own."
 )
 class CoverageArticle:
-    article: ArticleNode
-    copies: list[ArticleNode] = strawberry.field(
-        description="Articles of the story that copy this one, earliest first; each copy's `source` is its outlet."
-    )
-    copy_count: int
+    item: strawberry.Private[CoverageItem]
 
-    @classmethod
-    def from_item(cls, item: CoverageItem) -> CoverageArticle:
-        copies = [ArticleNode.from_model(a) for a in item.copies]
-        return cls(article=ArticleNode.from_model(item.article), copies=copies, copy_count=len(copies))
+    @strawberry.field
+    def article(self) -> ArticleNode:
+        return ArticleNode.from_model(self.item.article)
+
+    @strawberry.field(description="The first `first` articles of the story that copy this one, earliest first; each "
+                                  "copy's `source` is its outlet.")  # fmt: skip
+    def copies(self, info: Info, first: int | None = COPIES_PER_ARTICLE) -> list[ArticleNode]:
+        size = page_size(COPIES_PER_ARTICLE if first is None else first, info.context.services.settings)
+        return [ArticleNode.from_model(a) for a in self.item.copies[:size]]
+
+    @strawberry.field(description="How many articles of the story copy this one, all of them.")
+    def copy_count(self) -> int:
+        return self.item.copy_count
 
 
 @strawberry.type(description="One outlet's coverage of a story.")
 class CoverageGroup:
     source_id: strawberry.Private[int]
-    articles: list[CoverageArticle] = strawberry.field(
-        description="The outlet's articles in the story, earliest first; copies of another article of the story are "
-        "not among them (they are that article's `copies`)."
-    )
+    items: strawberry.Private[list[CoverageItem]]
+    article_count: int = strawberry.field(description="The outlet's articles in the story, all of them; copies of "
+                                                      "another article of the story are not counted.")  # fmt: skip
+
+    @strawberry.field(description="The outlet's first `first` articles in the story, earliest first; copies of "
+                                  "another article of the story are not among them (they are that article's "
+                                  "`copies`).")  # fmt: skip
+    def articles(self, info: Info, first: int | None = ARTICLES_PER_OUTLET) -> list[CoverageArticle]:
+        size = page_size(ARTICLES_PER_OUTLET if first is None else first, info.context.services.settings)
+        return [CoverageArticle(item=item) for item in self.items[:size]]
 
     @strawberry.field(description="The outlet.")
     async def source(self, info: Info) -> SourceNode:
@@ -83,7 +100,39 @@ class CoverageGroupConnection:
 
 
 def _group(group: Group) -> CoverageGroup:
-    return CoverageGroup(source_id=group.source_id, articles=[CoverageArticle.from_item(i) for i in group.items])
+    return CoverageGroup(source_id=group.source_id, items=group.items, article_count=group.article_count)
+
+
+def asked_sizes(info: Info) -> tuple[int, int]:
+    """How many articles of each outlet and copies of each article a `coverage` field's selection asks for, the
+    most over its `articles` and `copies` fields (0 when none is selected): what its page must hold."""
+    most = info.context.services.settings.page_size_max
+    groups = [node for coverage in info.selected_fields for edges in _named(coverage, "edges")
+              for node in _named(edges, "node")]  # fmt: skip
+    articles = [field for group in groups for field in _named(group, "articles")]
+    copies = [field for article in articles for field in _named(article, "copies")]
+    return (max((_first(f, ARTICLES_PER_OUTLET, most) for f in articles), default=0),
+            max((_first(f, COPIES_PER_ARTICLE, most) for f in copies), default=0))  # fmt: skip
+
+
+def _named(parent: Selection, name: str) -> Iterator[SelectedField]:
+    """The fields called `name` right under `parent`, fragments looked into."""
+    for selection in parent.selections:
+        if not isinstance(selection, SelectedField):
+            yield from _named(selection, name)
+        elif selection.name == name:
+            yield selection
+
+
+def _first(field: SelectedField, default: int, most: int) -> int:
+    """A field's `first` (a variable's value, or a literal, which arrives as its text), else its default; within
+    0..most (outside it, the field's resolver refuses)."""
+    asked = field.arguments.get("first")
+    if isinstance(asked, str) and asked.lstrip("-").isdigit():
+        asked = int(asked)
+    if not isinstance(asked, int) or isinstance(asked, bool):
+        asked = default
+    return min(max(asked, 0), most)
 
 
 def _cursor(story_id: int, group: Group) -> str:

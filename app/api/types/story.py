@@ -12,7 +12,7 @@ from app.api.context import Info
 from app.api.filters import topics_of
 from app.api.relay import load_nodes, page_size
 from app.api.types.article import ArticleNode
-from app.api.types.coverage import CoverageGroupConnection, after_key
+from app.api.types.coverage import CoverageGroupConnection, after_key, asked_sizes
 from app.api.types.entity import EntityNode
 from app.api.types.enums import TopicEnum
 from app.api.types.place import Perspectives, Place
@@ -46,10 +46,12 @@ class StoryNode(relay.Node):
         return ArticleNode.from_model(row) if row else None
 
     @strawberry.field(description="Full coverage: every article of the story, grouped by outlet (most authoritative "
-                                  "first), with near-duplicate copies folded under the article they copy.")  # fmt: skip
+                                  "first), with near-duplicate copies folded under the article they copy. An outlet's "
+                                  "`articles(first:)` and an article's `copies(first:)` list the earliest few; "
+                                  "`articleCount` and `copyCount` count them all.")  # fmt: skip
     async def coverage(self, info: Info, first: int | None = None, after: str | None = None) -> CoverageGroupConnection:
         size = page_size(first, info.context.services.settings)
-        request = CoverageRequest(self.id, size, after_key(self.id, after))
+        request = CoverageRequest(self.id, size, *asked_sizes(info), after=after_key(self.id, after))
         page = await info.context.loaders.coverage_by_story.load(request)
         return CoverageGroupConnection.from_page(self.id, page, had_cursor=after is not None)
 
