@@ -2,8 +2,8 @@
 rare terms no article has used for long (typos, one-off names): the table, which every new clustering worker reads
 whole, no longer grows with every word ever seen. Existing rows count as seen now (a constant default: no rewrite).
 
-Revision ID: 0031
-Revises: 0030
+Revision ID: 0032
+Revises: 0031
 Create Date: 2026-11-27
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0031"
-down_revision: str | None = "0030"
+revision: str = "0032"
+down_revision: str | None = "0031"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
