@@ -72,14 +72,15 @@ def error_codes(body: dict[str, Any]) -> list[str]:
     return [error["extensions"]["code"] for error in body.get("errors") or []]
 
 
-async def newsroom(api: GraphQLClient, services: Services) -> str:
-    """A story of three outlets, and a reader's share link to its first article (its code)."""
+async def newsroom(api: GraphQLClient, services: Services) -> tuple[GraphQLClient, str, str]:
+    """A story of three outlets, a reader, and the reader's share link to its first article: (the reader, that
+    article's id, the link's code)."""
     sources = [await add_source(services, services.settings, f"outlet{k}") for k in range(3)]
     _, articles = await add_story(services, StorySpec("Harbour bridge reopens after repairs", sources))
     reader = api.as_(await sign_up(api))
     created = await reader.run("ShareLinkCreate", input={"articleId": global_id("Article", articles[0])})
     code: str = created["shareLinkCreate"]["shareLink"]["code"]
-    return code
+    return reader, global_id("Article", articles[0]), code
 
 
 @contextlib.asynccontextmanager
@@ -119,7 +120,8 @@ async def test_while_redis_hangs_requests_answer_and_share_links_redirect_then_a
     with own_redis(tmp_path / "redis") as server:
         async with services_on(settings, server) as own, serve(own) as (url, http, api):
             # given a story, a share link to it, a live subscriber, and connections to Redis open and warm
-            code = await newsroom(api, own)
+            reader, article, code = await newsroom(api, own)
+            engagement = {"articleId": article, "action": "READ", "sessionId": "s1", "dwellMs": 30_000}
             source_id, ids = await stored_articles(own, own.settings, 2)
             received: list[list[str]] = [[]]
             subscriber = asyncio.create_task(collect(url, received[0]))
@@ -139,6 +141,8 @@ async def test_while_redis_hangs_requests_answer_and_share_links_redirect_then_a
                 took = {"feeds": time.monotonic() - started}
                 articles = await timed(took, "articles", api.post(document("Articles"), {"first": 10}))
                 trending = await timed(took, "trending", api.post(document("Trending")))
+                mine = await timed(took, "reader's feed", reader.post(document("Feed"), {"first": 10}))
+                engaged = await timed(took, "engagement", reader.post(document("EngagementRecord"), engagement))
                 await asyncio.sleep(own.settings.redis_timeout_seconds)  # past the silence: this one asks Redis
                 redirect = await timed(took, "redirect", http.get(f"/s/{code}"))
                 health = await timed(took, "healthz", http.get("/healthz"))
@@ -150,6 +154,10 @@ async def test_while_redis_hangs_requests_answer_and_share_links_redirect_then_a
             assert not error_codes(articles)
             assert len(articles["data"]["articles"]["edges"]) == 5
             assert error_codes(trending) == ["TRENDING_UNAVAILABLE"]
+            assert not error_codes(mine)
+            assert story_ids(mine) == story_ids(feed)
+            assert engaged["data"]["engagementRecord"]["errors"] == []  # stored in PostgreSQL; Redis's part skipped
+            assert engaged["data"]["engagementRecord"]["recorded"] is True
             assert (redirect.status_code, redirect.headers["location"]) == (302, visit)
             assert (health.status_code, health.json()["degraded"]) == (200, ["redis"])
             assert sample("newsagg_redis_silences_total") > 0
