@@ -14,6 +14,7 @@ from app.notifications.router import NotificationRouter
 from app.ratelimit.policies import RateLimits
 from app.realtime.broadcast import Broadcaster
 from app.realtime.catchup import read_missed
+from app.redis_client import redis_client
 from app.search.service import Search
 from app.settings import Settings
 from app.sharing.keys import SigningKey
@@ -41,7 +42,7 @@ class Services:
         if not settings.redis_url:
             raise RedisNotConfigured("REDIS_URL is not set: run `newsagg up` (starts embedded Redis) or set REDIS_URL")
         engine = create_engine(settings, pre_ping=pre_ping)
-        redis = Redis.from_url(settings.redis_url)
+        redis = redis_client(settings)  # bounded: a Redis that hangs fails calls, as one that refuses does
         sessions = session_factory(engine)
         broadcaster = Broadcaster(redis, missed=partial(read_missed, engine),
                                   catch_up_seconds=settings.broadcast_catch_up_seconds,

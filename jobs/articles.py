@@ -10,7 +10,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.connections import ArqRedis
 
 from app.extraction.backfill import Enqueue
 from app.extraction.page_jobs import follow_up_page_job_id, page_job_id
@@ -19,6 +19,7 @@ from app.observability.work import count_article_text
 from app.queue_names import FETCH_ARTICLE_TEXT
 from app.services import Services
 from app.settings import Settings
+from jobs.loop import queue_pool
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,7 @@ async def enqueue_page_fetches(redis: ArqRedis, settings: Settings, article_ids:
 @contextlib.asynccontextmanager
 async def page_queue(settings: Settings) -> AsyncIterator[Enqueue]:
     """Enqueueing page jobs from outside a worker (`newsagg articles fetch-text`)."""
-    assert settings.redis_url
-    pool = await create_pool(RedisSettings.from_dsn(settings.redis_url))
+    pool = queue_pool(settings, settings.article_queue_name)
     try:
         yield functools.partial(enqueue_page_fetches, pool, settings)
     finally:

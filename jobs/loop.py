@@ -11,13 +11,16 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from arq.connections import ArqRedis
 from arq.worker import Retry, Worker
 from redis.exceptions import RedisError
 from sqlalchemy.exc import DBAPIError
 
+from app.redis_client import redis_of
 from app.resilience.backoff import Backoff
 from app.resilience.metrics import DATABASE_RETRIES, REDIS_DEGRADED, WORKER_RESTARTS
 from app.resilience.outage import unreachable
+from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,16 @@ class ResilientWorker(Worker):
                 log.warning("worker: lost Redis (%s: %s); restarting the loop in %.1f s",
                             type(error).__name__, error, wait)  # fmt: skip
                 await asyncio.sleep(wait)
+
+
+def queue_pool(settings: Settings, queue_name: str) -> ArqRedis:
+    """An arq pool for `queue_name` whose calls are bounded as every Redis client's are (app/redis_client.py); arq's
+    own `create_pool` sets no socket timeout (its RedisSettings has only `conn_timeout`), so a hung Redis would hold
+    the worker's loop and every enqueue forever. It connects on first use: a Redis away at start is the loop's to
+    wait out (ResilientWorker), an enqueuer's call fails at once."""
+    pool = redis_of(ArqRedis, settings)
+    pool.default_queue_name = queue_name
+    return pool
 
 
 JobFunction = Callable[..., Coroutine[Any, Any, Any]]

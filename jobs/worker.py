@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from arq import cron
-from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.connections import ArqRedis
 from arq.cron import CronJob
 from arq.worker import Function, Worker, func
 
@@ -42,7 +42,7 @@ from app.workers.heartbeat import Heartbeat
 from jobs.articles import fetch_article_text_job
 from jobs.backlogs import SAMPLE_SECONDS, sample_backlogs_job
 from jobs.crawl import crawl_priority_job, crawl_tick, ingest_push_job, refresh_source_job
-from jobs.loop import ResilientWorker, retried_on_redis
+from jobs.loop import ResilientWorker, queue_pool, retried_on_redis
 from jobs.notifications import deliver_webhooks_job, expire_alert_hours_job, fan_out_job, send_digests_job
 from jobs.outbox import relay_outbox_job
 from jobs.retention import RETENTION_TIMEOUT_S, retention_job
@@ -106,9 +106,7 @@ class ArticleWorker:
 
     @classmethod
     async def start(cls, settings: Settings, shared: dict[str, Any]) -> ArticleWorker:
-        assert settings.redis_url
-        pool = await create_pool(RedisSettings.from_dsn(settings.redis_url),
-                                 default_queue_name=settings.article_queue_name)  # fmt: skip
+        pool = queue_pool(settings, settings.article_queue_name)
         handles = {key: shared[key] for key in ("settings", "services", "http", "politeness")}
         return cls(create_article_worker(settings, redis_pool=pool, ctx=handles, on_startup=None, on_shutdown=None),
                    pool)  # fmt: skip
@@ -151,7 +149,6 @@ def article_worker_options(settings: Settings, *, process: bool = False) -> dict
         "functions": [_job(fetch_article_text_job, FETCH_ARTICLE_TEXT, max_tries=REDIS_TRIES)],
         "on_startup": _article_process_startup if process else _article_startup,
         "on_shutdown": _article_process_shutdown if process else _close,
-        "redis_settings": RedisSettings.from_dsn(settings.redis_url),
         "queue_name": settings.article_queue_name,
         "poll_delay": settings.worker_poll_delay_seconds,
         "max_jobs": max(1, settings.article_fetch_concurrency),
@@ -164,8 +161,7 @@ def article_worker_options(settings: Settings, *, process: bool = False) -> dict
 def create_article_worker(settings: Settings, *, process: bool = False, **overrides: Any) -> Worker:
     """The article queue's worker on its own: `newsagg worker --articles` (`process`), or tests in burst mode; a
     crawl worker may also run one beside its main loop (ArticleWorker)."""
-    options = {**article_worker_options(settings, process=process), **overrides}
-    return ResilientWorker(**options, backoff_cap=settings.redis_backoff_max_seconds)
+    return _resilient(settings, {**article_worker_options(settings, process=process), **overrides})
 
 
 REDIS_TRIES = 6  # a job that keeps failing on Redis gives up after about a minute of retries (1+2+4+8+16 s)
@@ -229,7 +225,6 @@ def worker_options(settings: Settings) -> dict[str, Any]:
         ],
         "on_startup": startup,
         "on_shutdown": shutdown,
-        "redis_settings": RedisSettings.from_dsn(settings.redis_url),
         "queue_name": settings.queue_name,
         "poll_delay": settings.worker_poll_delay_seconds,
         "max_jobs": settings.worker_max_jobs,
@@ -245,4 +240,11 @@ def create_worker(settings: Settings, **overrides: Any) -> Worker:
     options = {**worker_options(settings), **overrides}
     if options.get("burst"):
         options["ctx"] = {**options["ctx"], "article_worker": False}
-    return ResilientWorker(**options, backoff_cap=settings.redis_backoff_max_seconds)
+    return _resilient(settings, options)
+
+
+def _resilient(settings: Settings, options: dict[str, Any]) -> Worker:
+    """The worker of `options`, on the given `redis_pool` or on one of its own whose calls are bounded
+    (jobs/loop.py `queue_pool`: arq's own pool would wait forever on a Redis that hangs)."""
+    pool = options.pop("redis_pool", None) or queue_pool(settings, options["queue_name"])
+    return ResilientWorker(**options, redis_pool=pool, backoff_cap=settings.redis_backoff_max_seconds)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.connections import ArqRedis
 
+from app.redis_client import redis_of
 from app.settings import Settings
 
 
@@ -18,11 +19,9 @@ class JobQueue:
 
     async def enqueue(self, job: str, *args: Any, **options: Any) -> None:
         async with self._lock:
-            if self._pool is None:
-                assert self._settings.redis_url
-                self._pool = await create_pool(
-                    RedisSettings.from_dsn(self._settings.redis_url), default_queue_name=self._settings.queue_name
-                )
+            if self._pool is None:  # bounded calls (app/redis_client.py): a hung Redis fails the enqueue in time
+                self._pool = redis_of(ArqRedis, self._settings)
+                self._pool.default_queue_name = self._settings.queue_name
         await self._pool.enqueue_job(job, *args, _queue_name=self._settings.queue_name, **options)
 
     async def close(self) -> None:

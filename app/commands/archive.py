@@ -58,15 +58,14 @@ def replay(settings: Settings, source_id: int, since: datetime) -> int:
 async def trending_redis(settings: Settings) -> AsyncIterator[Redis | None]:
     """Where the replay counts arrivals for trending: REDIS_URL, or the running `newsagg up`'s Redis; None without
     either (the articles are stored and clustered all the same, their arrivals not counted)."""
-    from redis.asyncio import Redis
-
+    from app.redis_client import redis_client
     from app.runtime.servers_file import running_redis_url
 
     url = settings.redis_url or running_redis_url(settings.home)
     if url is None:
         yield None
         return
-    redis = Redis.from_url(url)
+    redis = redis_client(settings, url)
     try:
         yield redis
     finally:

@@ -29,3 +29,7 @@ CHILD_RESTARTS = Counter(
     "newsagg_supervisor_restarts", "Children that `newsagg up` restarted, by child and why (exited, unhealthy).",
     ["child", "reason"],
 )  # fmt: skip
+REDIS_SILENCES = Counter(
+    "newsagg_redis_silences", "Times Redis left a connect or a command of this process unanswered for "
+    "NEWSAGG_REDIS_TIMEOUT_SECONDS (a hung Redis); for as long after each, calls fail at once without asking it.",
+)  # fmt: skip

@@ -160,6 +160,16 @@ class OperationsSettings(BaseSettings):
         default=5,
         description="Longest wait between two reconnects to Redis (the broadcaster's and the worker's).",
     )
+    redis_timeout_seconds: float = Field(
+        default=2,
+        gt=0,
+        description="A connect to Redis, or a command, that gets no answer within this fails as a refused connection "
+        "does (the caller degrades: uncached answers, unmetered requests, a job retried later); the client that met "
+        "it then asks Redis nothing for as long, so a Redis that hangs (stopped, partitioned) costs a request about "
+        "one timeout, not one per call. Applies to the API's, the worker's and the enqueuers' connections; the pub/sub "
+        "reader's idle waits are bounded by NEWSAGG_BROADCAST_LIVENESS_SECONDS instead. A `socket_timeout` in "
+        "REDIS_URL's query wins.",
+    )
 
     # --- retention (app/retention/: one hourly pass, bounded batches; 0 keeps forever) -------------------------------
     # Notifications (DESIGN §6) do not exist yet: their retention comes with them.
