@@ -68,6 +68,22 @@ async def test_filters_grouping_sorting_and_pages(gql: GraphQLClient, services: 
     assert len(seen) == len(set(seen)) == 5
 
 
+async def test_dates_at_either_end_of_the_calendar_narrow_the_search_without_error(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    """Given articles of today, when `to` is days after year 1 began or `from` is in year 9999, then nothing is
+    found; when the range is the whole calendar, everything is (no window before year 1 is reckoned)."""
+    await search_newsroom(services, settings)
+    everything = await titles(gql, "rates")
+    assert len(everything) == 3
+    for sort in ("RELEVANCE", "DATE"):
+        for to in ("0001-01-01T00:00:00Z", "0001-01-15T00:00:00Z", "0001-03-01T00:00:00+00:00"):
+            assert await titles(gql, "rates", to=to, sort=sort) == [], to
+        assert await titles(gql, "rates", sort=sort, **{"from": "9999-12-31T23:59:59Z"}) == []
+        whole = await titles(gql, "rates", sort=sort, to="9999-12-31T23:59:59Z", **{"from": "0001-01-01T00:00:00Z"})
+        assert sorted(whole) == sorted(everything)
+
+
 async def test_cursors_of_other_searches_and_forged_ones_get_typed_errors(gql: GraphQLClient, services: Services,
                                                                           settings: Settings) -> None:  # fmt: skip
     await search_newsroom(services, settings)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import text
@@ -134,7 +134,7 @@ class Windows:
         end = min(now, until) if until else now
         day = await self.last_day(db, now)
         return {
-            **{f"window{n}": end - timedelta(days=days) for n, days in enumerate(TIERS_DAYS)},
+            **{f"window{n}": _days_before(end, days) for n, days in enumerate(TIERS_DAYS)},
             "candidates": self._candidates,
             "sparse": min(self._candidates, int(self._sparse_rows / max(day.older_per_article, 1e-9))),
             "day_articles": day.articles,
@@ -153,3 +153,9 @@ class Windows:
         day = LastDay(recent, (articles - recent) / max(recent, 1))
         self._last_day = (day, time.monotonic() + RATIO_SECONDS)
         return day
+
+
+def _days_before(end: datetime, days: int) -> datetime:
+    """`days` before `end`, or the first moment of year 1 when that is earlier (a search `to` days into year 1)."""
+    first = datetime.min.replace(tzinfo=UTC)
+    return end - timedelta(days=days) if end - first > timedelta(days=days) else first
