@@ -37,11 +37,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.search.query import days_before
 
 TIERS_DAYS = (1, 7, 30)  # matches are taken newest first, a window at a time: older windows only while needed
 SPARSE_ROWS = 5000  # a query expected to match at most this many articles older than its first day reads them at once
@@ -134,7 +136,7 @@ class Windows:
         end = min(now, until) if until else now
         day = await self.last_day(db, now)
         return {
-            **{f"window{n}": _days_before(end, days) for n, days in enumerate(TIERS_DAYS)},
+            **{f"window{n}": days_before(end, days) for n, days in enumerate(TIERS_DAYS)},
             "candidates": self._candidates,
             "sparse": min(self._candidates, int(self._sparse_rows / max(day.older_per_article, 1e-9))),
             "day_articles": day.articles,
@@ -153,9 +155,3 @@ class Windows:
         day = LastDay(recent, (articles - recent) / max(recent, 1))
         self._last_day = (day, time.monotonic() + RATIO_SECONDS)
         return day
-
-
-def _days_before(end: datetime, days: int) -> datetime:
-    """`days` before `end`, or the first moment of year 1 when that is earlier (a search `to` days into year 1)."""
-    first = datetime.min.replace(tzinfo=UTC)
-    return end - timedelta(days=days) if end - first > timedelta(days=days) else first
