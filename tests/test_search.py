@@ -132,10 +132,17 @@ async def test_cursors_of_other_searches_and_forged_ones_get_typed_errors(gql: G
         answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
         assert answer["errors"][0]["extensions"]["code"] == code, (offset, corrected)
     for moment, last in (("yesterday", newest), ("2026-01-01T00:00:00", newest), ("0001-01-01T00:00:00+05:00", newest),
-                         (asked, None), (asked, "1"), (asked, True)):  # fmt: skip
+                         ("0001-01-01T00:00:00Z", newest), ("9999-12-31T23:59:59.999999Z", newest),
+                         ("1999-12-31T23:59:59Z", newest), (asked, None), (asked, "1"), (asked, True)):  # fmt: skip
         forged = encode_cursor(CURSOR, [fingerprint, 2, None, moment, last])  # when it was asked, its newest article
         answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
         assert answer["errors"][0]["extensions"]["code"] == "BAD_CURSOR", (moment, last)
+    month = (await gql.run("Search", query="flood", first=2, freshness="MONTH"))["search"]["pageInfo"]["endCursor"]
+    month_print = decode_cursor(CURSOR, month, 5)[0]
+    for moment in ("2000-01-01T00:00:00Z", (datetime.now(UTC) + timedelta(hours=23)).isoformat()):  # the extremes
+        forged = encode_cursor(CURSOR, [month_print, 2, None, moment, newest])
+        answer = await gql.post(document("Search"), {"query": "flood", "freshness": "MONTH", "after": forged})
+        assert "errors" not in answer, (moment, answer)
     for old in ([fingerprint, 2, None], [fingerprint, 2, None, asked]):  # cursors of the shapes pages once had
         answer = await gql.post(document("Search"), {"query": "flood", "after": encode_cursor(CURSOR, old)})
         assert answer["errors"][0]["extensions"]["code"] == "BAD_CURSOR", old

@@ -7,7 +7,7 @@ import dataclasses
 import enum
 import hashlib
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import strawberry
@@ -25,6 +25,7 @@ from app.articles.models import Article
 from app.search.query import SearchHit, SearchQuery, SearchRejected, days_before
 
 CURSOR = "search"
+EARLIEST_ASKED = datetime(2000, 1, 1, tzinfo=UTC)  # no search was asked before this software was written
 MAX_SOURCES = 50
 
 
@@ -157,9 +158,16 @@ def _later_page(after: str, fingerprint: str) -> _Page:
     now = instant(asked)
     valid = (isinstance(offset, int) and offset >= 0 and (corrected is None or isinstance(corrected, str))
              and isinstance(newest_id, int) and not isinstance(newest_id, bool))  # fmt: skip
-    if now is None or cursor_print != fingerprint or not valid:
+    if now is None or not _askable(now) or cursor_print != fingerprint or not valid:
         raise bad_cursor("the cursor belongs to another search")
     return _Page(offset, corrected, now, newest_id)
+
+
+def _askable(now: datetime) -> bool:
+    """A moment a first page was asked at: none before EARLIEST_ASKED, none later than a day from now (another API
+    process's clock may be ahead). Anything else is forged, and would be reckoned with as no real moment is (year 1
+    is -infinity to the database)."""
+    return EARLIEST_ASKED <= now <= datetime.now(UTC) + timedelta(days=1)
 
 
 def _since(from_: datetime | None, freshness: SearchFreshness | None, now: datetime) -> datetime | None:
