@@ -4,6 +4,7 @@ the process serves degraded, so it is reported, not decisive; so is the search b
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass
 
@@ -13,12 +14,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.search.service import HEALTH_TIMEOUT_S, Search, SearchHealth
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class Check:
     ok: bool
     latency_ms: float
-    error: str | None = None
+    error: str | None = None  # "timeout" or "unreachable": /healthz is public; the cause (hosts, addresses) is logged
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +41,23 @@ class HealthReport:
         return [] if self.redis.ok else ["redis"]
 
 
-async def _timed(probe: object) -> Check:
+# The failure each check last logged: a balancer asks every 2 s, so one that goes on is logged once, not each time
+_logged: dict[str, str] = {}
+
+
+async def _timed(name: str, probe: object) -> Check:
     started = time.perf_counter()
     try:
         await asyncio.wait_for(probe, HEALTH_TIMEOUT_S)  # type: ignore[arg-type]
     except Exception as error:
-        return Check(False, (time.perf_counter() - started) * 1000, f"{type(error).__name__}: {error}")
+        reason = "timeout" if isinstance(error, TimeoutError) else "unreachable"
+        cause = f"{type(error).__name__}: {error}"
+        if _logged.get(name) != cause:
+            log.warning("health check: %s %s (%s)", name, reason, cause)
+            _logged[name] = cause
+        return Check(False, (time.perf_counter() - started) * 1000, reason)
+    if _logged.pop(name, None) is not None:
+        log.info("health check: %s answers again", name)
     return Check(True, round((time.perf_counter() - started) * 1000, 2))
 
 
@@ -55,6 +69,6 @@ async def _database(engine: AsyncEngine) -> None:
 async def check_health(engine: AsyncEngine, redis: Redis, search: Search) -> HealthReport:
     """The three checks at once, each within HEALTH_TIMEOUT_S (search's parts included)."""
     database, cache, searching = await asyncio.gather(
-        _timed(_database(engine)), _timed(redis.ping()), search.health(engine)
+        _timed("database", _database(engine)), _timed("redis", redis.ping()), search.health(engine)
     )
     return HealthReport(database=database, redis=cache, search=searching)

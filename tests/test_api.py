@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -167,20 +168,32 @@ async def test_health_query_and_endpoint(gql: GraphQLClient, api_url: str, servi
     assert response.json()["redis"]["ok"] is True
 
 
-async def test_healthz_is_503_only_when_the_database_does_not_answer(settings: Settings) -> None:
-    unreachable = settings.model_copy(
-        update={"database_url": f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/x"}
-    )
+async def test_healthz_is_503_only_when_the_database_does_not_answer(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Given a database that refuses connections, /healthz says 503 with a coded reason, and the cause (its address,
+    which the public must not see) only in the log, once however often the balancer asks."""
+    port = free_port()
+    unreachable = settings.model_copy(update={"database_url": f"postgresql+asyncpg://postgres@127.0.0.1:{port}/x"})
     opened = Services.open(unreachable)
     try:
-        async with serve_api(unreachable, opened) as url, httpx.AsyncClient(timeout=30) as client:
-            response = await client.get(f"{url}/healthz")
+        with caplog.at_level(logging.WARNING, logger="app.health"):
+            async with serve_api(unreachable, opened) as url, httpx.AsyncClient(timeout=30) as client:
+                response = await client.get(f"{url}/healthz")
+                again = await client.get(f"{url}/healthz")
     finally:
         await opened.close()
-    assert response.status_code == 503
+    assert response.status_code == again.status_code == 503
     assert (response.json()["ok"], response.json()["database"]["ok"], response.json()["redis"]["ok"]) == (
         False, False, True)  # fmt: skip
     assert response.json()["degraded"] == []
+    assert response.json()["database"]["error"] == "unreachable"
+    assert str(port) not in response.text
+    assert "127.0.0.1" not in response.text
+    logged = [r.getMessage() for r in caplog.records if r.name == "app.health"]
+    assert len(logged) == 1, logged
+    assert "database unreachable" in logged[0]
+    assert str(port) in logged[0]
 
 
 async def test_graphiql_is_served_to_browsers(api_url: str, services: Services) -> None:

@@ -210,12 +210,36 @@ async def test_bad_and_foreign_cursors_are_typed_errors(gql: GraphQLClient, serv
         _cursor("coverage", apple_number, 0.5, "yesterday", 1),
         _cursor("coverage", apple_number, 0.5, "2026-01-01T00:00:00", 1),  # no time zone
         _cursor("coverage", apple_number, 0.5, T0.isoformat(), True),
+        _cursor("coverage", apple_number, 0.5, "0001-01-01T00:00:00+05:00", 1),  # before year 1 in UTC
+        _cursor("coverage", apple_number, 0.5, "9999-12-31T23:00:00-05:00", 1),  # after year 9999 in UTC
     ]:  # fmt: skip
         story = fed if cursor == apple_cursor else apple
         body = await gql.post(document("StoryCoverage"), {"id": story, "after": cursor})
         assert body["errors"][0]["extensions"]["code"] == "BAD_CURSOR", cursor
     too_many = await gql.post(document("StoryCoverage"), {"id": apple, "first": settings.page_size_max + 1})
     assert too_many["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+TWO_COVERAGES = """query($a: ID!, $b: ID!, $after: String) {
+    a: story(id: $a) { coverage(first: 1, after: $after) { totalCount } }
+    b: story(id: $b) { coverage(first: 1) { totalCount edges { node { source { name } } } } } }"""
+
+
+async def test_a_cursor_out_of_the_database_s_range_spoils_no_other_story_s_coverage(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    """Given two stories asked for in one request, when one's coverage gets a forged cursor whose moment is out of
+    range in UTC, then that field alone is BAD_CURSOR and the other story's coverage comes (their pages load as one
+    batch)."""
+    ids = await stored(services, settings, [APPLE[0], APPLE[1], FED[0], FED[1]])
+    await cluster_articles(services.engine, ids)
+    stories = await story_ids(gql)
+    apple, fed = stories[APPLE[1]], stories[FED[1]]
+    apple_number = int(base64.b64decode(apple).decode().split(":")[1])
+    forged = _cursor("coverage", apple_number, 0.5, "0001-01-01T00:00:00+05:00", 1)
+    body = await gql.post(TWO_COVERAGES, {"a": apple, "b": fed, "after": forged})
+    assert [(e["path"], e["extensions"]["code"]) for e in body["errors"]] == [(["a", "coverage"], "BAD_CURSOR")]
+    assert body["data"]["b"]["coverage"]["totalCount"] >= 1
 
 
 FEED = """query($n: Int) { stories(first: $n) { edges { node { title representative { title source { name } }

@@ -29,6 +29,7 @@ async def test_rules_are_checked_and_stored(gql: GraphQLClient) -> None:
     assert (stored["rules"]["timeZone"], stored["rules"]["digest"], stored["rules"]["topics"]) == (
         "Europe/Paris", "DAILY", ["POLITICS"])  # fmt: skip
     for bad, field in (({"timeZone": "Mars/Olympus_Mons"}, "timeZone"), ({"timeZone": "../../etc/passwd"}, "timeZone"),
+                       ({"timeZone": "Europe"}, "timeZone"), ({"timeZone": "America/Argentina"}, "timeZone"),
                        ({"quietStart": 5000, "quietEnd": 1}, "quietStart"), ({"quietStart": None}, "quietStart"),
                        ({"capPerHour": -1}, "capPerHour"), ({"entities": ["x" * 201]}, "entities"),
                        ({"sourceIds": list(range(101))}, "sourceIds")):  # fmt: skip

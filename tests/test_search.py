@@ -68,18 +68,84 @@ async def test_filters_grouping_sorting_and_pages(gql: GraphQLClient, services: 
     assert len(seen) == len(set(seen)) == 5
 
 
+async def test_dates_at_either_end_of_the_calendar_narrow_the_search_without_error(
+    gql: GraphQLClient, services: Services, settings: Settings
+) -> None:
+    """Given articles of today, when `to` is days after year 1 began or `from` is in year 9999, then nothing is
+    found; when the range is the whole calendar, everything is (no window before year 1 is reckoned)."""
+    await search_newsroom(services, settings)
+    everything = await titles(gql, "rates")
+    assert len(everything) == 3
+    for sort in ("RELEVANCE", "DATE"):
+        for to in ("0001-01-01T00:00:00Z", "0001-01-15T00:00:00Z", "0001-03-01T00:00:00+00:00"):
+            assert await titles(gql, "rates", to=to, sort=sort) == [], to
+        assert await titles(gql, "rates", sort=sort, **{"from": "9999-12-31T23:59:59Z"}) == []
+        whole = await titles(gql, "rates", sort=sort, to="9999-12-31T23:59:59Z", **{"from": "0001-01-01T00:00:00Z"})
+        assert sorted(whole) == sorted(everything)
+
+
+async def walk(gql: GraphQLClient, query: str, *, between_pages: Any = None, **variables: Any) -> list[str]:
+    """Article ids of every page of a search, two hits a page, `between_pages` awaited after the first page."""
+    seen: list[str] = []
+    after = None
+    while True:
+        page = (await gql.run("Search", query=query, first=2, after=after, **variables))["search"]
+        seen += [edge["node"]["article"]["id"] for edge in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            return seen
+        if after is None and between_pages is not None:
+            await between_pages()
+        after = page["pageInfo"]["endCursor"]
+
+
+@pytest.mark.parametrize("sort", ["DATE", "RELEVANCE"])
+async def test_pages_walk_the_matches_there_were_when_the_first_page_was_asked(
+    gql: GraphQLClient, services: Services, settings: Settings, sort: str
+) -> None:
+    """Given a search's first page, when a newer and better match is stored before its next page, then the next
+    pages neither repeat a hit nor skip one: they walk the matches of the first page's moment; a new search finds
+    the new article."""
+    outlets = await search_newsroom(services, settings)
+    before = await walk(gql, "flood", sort=sort)
+    assert len(before) == len(set(before)) == 5
+
+    async def breaking_news() -> None:
+        await add_story(services, StorySpec("Flood flood flood: the dam breaks", outlets[:1], age=timedelta(0)))
+
+    during = await walk(gql, "flood", sort=sort, between_pages=breaking_news)
+    assert during == before
+    after = await walk(gql, "flood", sort=sort)
+    assert len(after) == len(set(after)) == 6
+    assert set(before) < set(after)
+
+
 async def test_cursors_of_other_searches_and_forged_ones_get_typed_errors(gql: GraphQLClient, services: Services,
                                                                           settings: Settings) -> None:  # fmt: skip
     await search_newsroom(services, settings)
     after = (await gql.run("Search", query="flood", first=2))["search"]["pageInfo"]["endCursor"]
     other = await gql.post(document("Search"), {"query": "rates", "after": after})
     assert other["errors"][0]["extensions"]["code"] == "BAD_CURSOR"  # a cursor of another search
-    fingerprint, _, _ = decode_cursor(CURSOR, after, 3)
+    fingerprint, _, _, asked, newest = decode_cursor(CURSOR, after, 5)
     for offset, corrected, code in ((2, 42, "BAD_CURSOR"), (-1, None, "BAD_CURSOR"), (2, "x" * 201, "BAD_USER_INPUT"),
                                     (2, "---", "BAD_USER_INPUT")):  # fmt: skip
-        forged = encode_cursor(CURSOR, [fingerprint, offset, corrected])  # the words a corrected search's pages carry
+        forged = encode_cursor(CURSOR, [fingerprint, offset, corrected, asked, newest])  # a corrected search's words
         answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
         assert answer["errors"][0]["extensions"]["code"] == code, (offset, corrected)
+    for moment, last in (("yesterday", newest), ("2026-01-01T00:00:00", newest), ("0001-01-01T00:00:00+05:00", newest),
+                         ("0001-01-01T00:00:00Z", newest), ("9999-12-31T23:59:59.999999Z", newest),
+                         ("1999-12-31T23:59:59Z", newest), (asked, None), (asked, "1"), (asked, True)):  # fmt: skip
+        forged = encode_cursor(CURSOR, [fingerprint, 2, None, moment, last])  # when it was asked, its newest article
+        answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
+        assert answer["errors"][0]["extensions"]["code"] == "BAD_CURSOR", (moment, last)
+    month = (await gql.run("Search", query="flood", first=2, freshness="MONTH"))["search"]["pageInfo"]["endCursor"]
+    month_print = decode_cursor(CURSOR, month, 5)[0]
+    for moment in ("2000-01-01T00:00:00Z", (datetime.now(UTC) + timedelta(hours=23)).isoformat()):  # the extremes
+        forged = encode_cursor(CURSOR, [month_print, 2, None, moment, newest])
+        answer = await gql.post(document("Search"), {"query": "flood", "freshness": "MONTH", "after": forged})
+        assert "errors" not in answer, (moment, answer)
+    for old in ([fingerprint, 2, None], [fingerprint, 2, None, asked]):  # cursors of the shapes pages once had
+        answer = await gql.post(document("Search"), {"query": "flood", "after": encode_cursor(CURSOR, old)})
+        assert answer["errors"][0]["extensions"]["code"] == "BAD_CURSOR", old
 
 
 async def test_bad_queries_get_typed_errors(gql: GraphQLClient, services: Services, settings: Settings) -> None:

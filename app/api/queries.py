@@ -195,7 +195,9 @@ class Query:
     search: SearchConnection = strawberry.field(
         resolver=search_articles,
         description="Articles matching keywords (quotes for phrases, `-word` to exclude, `or`), best first or newest "
-        "first, with highlights and their story; `groupByStory` gives one hit per story. Public.",
+        "first, with highlights and their story; `groupByStory` gives one hit per story. Later pages (`after`) walk "
+        "the matches there were when the first page was asked, ranked as then: an article stored since comes with a "
+        "new search. Public.",
     )
 
     @strawberry.field(description="The signed-in account, or null for an anonymous caller.")

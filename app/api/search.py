@@ -17,13 +17,15 @@ from app.api.context import Info
 from app.api.errors import bad_argument, bad_cursor
 from app.api.filters import language_codes, topic_values
 from app.api.relay import decode_cursor, encode_cursor, id_of, page_size
+from app.api.scalars import instant
 from app.api.types.article import ArticleNode
 from app.api.types.enums import TopicEnum
 from app.api.types.story import StoryNode, load_story
 from app.articles.models import Article
-from app.search.query import SearchHit, SearchQuery, SearchRejected
+from app.search.query import SearchHit, SearchQuery, SearchRejected, days_before
 
 CURSOR = "search"
+EARLIEST_ASKED = datetime(2000, 1, 1, tzinfo=UTC)  # no search was asked before this software was written
 MAX_SOURCES = 50
 
 
@@ -108,32 +110,25 @@ async def search(
     size = page_size(first, info.context.services.settings)
     if sources and len(sources) > MAX_SOURCES:
         raise bad_argument(f"`sources`: at most {MAX_SOURCES}")
-    now = datetime.now(UTC)
-    since = from_
-    if freshness is not None:
-        recent = now - timedelta(days=freshness.value)
-        since = max(since, recent) if since else recent
     wanted = SearchQuery(
         text=query, topics=tuple(topic_values(topics)), languages=tuple(language_codes(languages)),
-        source_ids=tuple(id_of(s, "Source", "sources") for s in sources or ()), since=since, until=to,
+        source_ids=tuple(id_of(s, "Source", "sources") for s in sources or ()), since=from_, until=to,
         by_story=group_by_story, newest_first=sort is SearchSort.DATE,
     )  # fmt: skip
     fingerprint = _fingerprint(wanted, from_, freshness)
-    offset, corrected = 0, None
-    if after is not None:  # a later page: its offset, and the words the first page searched when it was corrected
-        cursor_print, offset, corrected = decode_cursor(CURSOR, after, 3)
-        valid = isinstance(offset, int) and offset >= 0 and (corrected is None or isinstance(corrected, str))
-        if cursor_print != fingerprint or not valid:
-            raise bad_cursor("the cursor belongs to another search")
-    searched = dataclasses.replace(wanted, text=corrected) if corrected else wanted  # the first page's words
+    page = _Page(0, None, datetime.now(UTC), None) if after is None else _later_page(after, fingerprint)
+    searched = dataclasses.replace(
+        wanted, text=page.corrected or wanted.text, since=_since(from_, freshness, page.now), newest_id=page.newest_id
+    )  # the first page's words, moment and articles
     try:
-        found = await info.context.services.search.search(searched, now=now, limit=size + 1, offset=offset)
+        found = await info.context.services.search.search(searched, now=page.now, limit=size + 1, offset=page.offset)
     except SearchRejected as error:
         raise bad_argument(f"query: {error}") from None
-    corrected = found.corrected or corrected
+    offset, corrected = page.offset, found.corrected or page.corrected
+    frozen = [page.now.isoformat(), found.newest_id]
     hits = found.hits[:size]
     rows = await info.context.loaders.article_by_id.load_many([h.article_id for h in hits])
-    edges = [SearchEdge(cursor=encode_cursor(CURSOR, [fingerprint, offset + n + 1, corrected]),
+    edges = [SearchEdge(cursor=encode_cursor(CURSOR, [fingerprint, offset + n + 1, corrected, *frozen]),
                         node=_node(hit, row))
              for n, (hit, row) in enumerate(zip(hits, rows, strict=True)) if row is not None]  # fmt: skip
     return SearchConnection(
@@ -144,6 +139,43 @@ async def search(
         approximate=corrected is not None,
         corrected_query=corrected,
     )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Page:
+    """Where a page of a search starts, and what its first page fixed for every later one: the corrected words, the
+    moment it was asked (freshness, and the `freshness` window, are reckoned from it) and the newest article then
+    (none stored since is among its matches, so pages neither repeat a hit nor skip one as articles arrive)."""
+
+    offset: int
+    corrected: str | None
+    now: datetime
+    newest_id: int | None
+
+
+def _later_page(after: str, fingerprint: str) -> _Page:
+    cursor_print, offset, corrected, asked, newest_id = decode_cursor(CURSOR, after, 5)
+    now = instant(asked)
+    valid = (isinstance(offset, int) and offset >= 0 and (corrected is None or isinstance(corrected, str))
+             and isinstance(newest_id, int) and not isinstance(newest_id, bool))  # fmt: skip
+    if now is None or not _askable(now) or cursor_print != fingerprint or not valid:
+        raise bad_cursor("the cursor belongs to another search")
+    return _Page(offset, corrected, now, newest_id)
+
+
+def _askable(now: datetime) -> bool:
+    """A moment a first page was asked at: none before EARLIEST_ASKED, none later than a day from now (another API
+    process's clock may be ahead). Anything else is forged, and would be reckoned with as no real moment is (year 1
+    is -infinity to the database)."""
+    return EARLIEST_ASKED <= now <= datetime.now(UTC) + timedelta(days=1)
+
+
+def _since(from_: datetime | None, freshness: SearchFreshness | None, now: datetime) -> datetime | None:
+    """The earliest publication a search takes: `from`, or the start of its `freshness` window if later."""
+    if freshness is None:
+        return from_
+    recent = days_before(now, freshness.value)
+    return max(from_, recent) if from_ else recent
 
 
 def _node(hit: SearchHit, row: Article) -> SearchHitNode:

@@ -80,7 +80,7 @@ def _check_zone(name: str) -> None:
         raise _invalid("an IANA time zone such as Europe/Paris", "timeZone")
     try:
         zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as error:
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError) as error:  # OSError: a folder, such as "Europe"
         raise _invalid("an IANA time zone such as Europe/Paris", "timeZone") from error
 
 

@@ -146,6 +146,8 @@ def _filters(query: SearchQuery) -> list[Any]:
         filters.append(f"published_at >= {int(query.since.timestamp())}")
     if query.until:
         filters.append(f"published_at < {int(query.until.timestamp())}")
+    if query.newest_id is not None:
+        filters.append(f"id <= {int(query.newest_id)}")
     return filters
 
 

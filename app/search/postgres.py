@@ -17,9 +17,10 @@ Ranking: of the matches, the newest `candidates` (1,000 by default, found as app
 ranked by `ts_rank_cd` blended with freshness, and pages walk them. That bounds the work for a word in every tenth
 headline (PostgreSQL would otherwise rank tens of thousands of rows to show 20): news is searched for what is
 recent, and an older article of such a word is reached by narrowing the search (`from`/`to`, topics, sources)
-rather than by paging past a thousand hits. The body's matches follow (newest first, up to `candidates` too), each
-with an extract of the body in place of the summary's; a page whose offset is past the title and summary's hits
-is a page of the body's.
+rather than by paging past a thousand hits. The pages of one search walk one set: its query names the newest
+article of its first page (`newest_id`, set by app/search/service.py) and `now` is that page's moment. The body's
+matches follow (newest first, up to `candidates` too), each with an extract of the body in place of the summary's;
+a page whose offset is past the title and summary's hits is a page of the body's.
 
 A short query (up to 3 words, no operators) that matches nothing has its unknown or rare words corrected from the
 words of titles they could be typos of (app/search/terms.py: "ukriane" → "ukraine", but never "ukraine" → "maine")
@@ -121,6 +122,7 @@ _HEADLINES = f"""
     ts_headline({_HEADLINE_CONFIG}, a.summary, q.query,
                 :marks || ', MaxFragments=2, MaxWords={SUMMARY_WORDS}, MinWords=10') AS summary_highlight
 """
+_NEWEST = text("SELECT max(id) FROM articles")
 _MARKS = f'StartSel="{MARK_START}", StopSel="{MARK_END}", FragmentDelimiter=" … "'
 
 
@@ -133,6 +135,11 @@ class PostgresSearch:
                  sparse_rows: int = SPARSE_ROWS, walk_rows: int = WALK_ROWS) -> None:  # fmt: skip
         self._sessions = sessions
         self._windows = Windows(candidates=candidates, sparse_rows=sparse_rows, walk_rows=walk_rows)
+
+    async def newest_article_id(self) -> int:
+        """The id of the newest article stored (0: none): what a search's pages are bounded by."""
+        async with self._sessions() as db:
+            return int(await db.scalar(_NEWEST) or 0)
 
     async def search(self, query: SearchQuery, *, now: datetime, limit: int, offset: int) -> SearchResult:
         words = checked(query.text)
@@ -220,7 +227,7 @@ async def _parsed(db: AsyncSession, words: str, configs: str, params: dict[str, 
 def _filters(query: SearchQuery) -> tuple[str, str, dict[str, Any]]:
     """The topic, source and language filters as a tsquery of the lexemes the search vector holds for them
     (migration 0011: `~topic:world`, `~source:12`, `~language:fr`), so the text-search index applies them with the
-    words; the date range as conditions."""
+    words; the date range, and the newest article a search pages over, as conditions."""
     any_of = [[f"~topic:{t}" for t in query.topics], [f"~source:{int(s)}" for s in query.source_ids],
               [f"~language:{lang}" for lang in query.languages]]  # fmt: skip
     lexemes = " & ".join("(" + " | ".join(_quoted(lexeme) for lexeme in group) + ")" for group in any_of if group)
@@ -232,6 +239,9 @@ def _filters(query: SearchQuery) -> tuple[str, str, dict[str, Any]]:
     if query.until:
         conditions.append("AND a.published_at < :until")
         params["until"] = query.until
+    if query.newest_id is not None:
+        conditions.append("AND a.id <= :newest_id")
+        params["newest_id"] = query.newest_id
     if lexemes:
         params["filters"] = lexemes
     return " && CAST(:filters AS tsquery)" if lexemes else "", " ".join(conditions), params

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 MAX_QUERY_CHARS = 200
@@ -40,6 +40,9 @@ class SearchQuery:
     until: datetime | None = None
     by_story: bool = False
     newest_first: bool = False
+    # Only articles up to this id: those stored when a search's first page was asked, so its later pages page over
+    # the same matches (an article stored since would shift them). None: every article.
+    newest_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,7 @@ class SearchResult:
     hits: list[SearchHit]
     backend: str  # "postgres" or "meilisearch": the one that answered
     corrected: str | None = None  # the query as searched, when it was corrected
+    newest_id: int | None = None  # the query's newest_id, as the search service set it for a first page
 
     @property
     def approximate(self) -> bool:
@@ -84,6 +88,12 @@ def checked(query: str) -> str:
         # nothing to look for: matching every article without the excluded words would scan the whole corpus
         raise SearchRejected("the query has no word to look for (only exclusions or punctuation)")
     return cleaned
+
+
+def days_before(end: datetime, days: int) -> datetime:
+    """`days` before `end`, or the first moment of year 1 when that is earlier (a search `to` days into year 1)."""
+    first = datetime.min.replace(tzinfo=UTC)
+    return end - timedelta(days=days) if end - first > timedelta(days=days) else first
 
 
 def highlighted(marked: str) -> str:

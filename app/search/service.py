@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -72,6 +72,14 @@ class Search:
         return self.meili.name if self.meili else self.postgres.name
 
     async def search(self, query: SearchQuery, *, now: datetime, limit: int, offset: int) -> SearchResult:
+        """The backend's page of hits. A query without `newest_id` (a first page) gets the newest article's id, and
+        the result carries it: the search's later pages ask with it, so they page over the same matches."""
+        if query.newest_id is None:
+            query = replace(query, newest_id=await self.postgres.newest_article_id())
+        found = await self._answered(query, now=now, limit=limit, offset=offset)
+        return replace(found, newest_id=query.newest_id)
+
+    async def _answered(self, query: SearchQuery, *, now: datetime, limit: int, offset: int) -> SearchResult:
         if self.meili is not None:
             if time.monotonic() >= self._down_until:
                 try:

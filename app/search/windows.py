@@ -43,6 +43,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.search.query import days_before
+
 TIERS_DAYS = (1, 7, 30)  # matches are taken newest first, a window at a time: older windows only while needed
 SPARSE_ROWS = 5000  # a query expected to match at most this many articles older than its first day reads them at once
 RATIO_SECONDS = 600.0  # how long the count of a day's articles against the rest is trusted
@@ -134,7 +136,7 @@ class Windows:
         end = min(now, until) if until else now
         day = await self.last_day(db, now)
         return {
-            **{f"window{n}": end - timedelta(days=days) for n, days in enumerate(TIERS_DAYS)},
+            **{f"window{n}": days_before(end, days) for n, days in enumerate(TIERS_DAYS)},
             "candidates": self._candidates,
             "sparse": min(self._candidates, int(self._sparse_rows / max(day.older_per_article, 1e-9))),
             "day_articles": day.articles,

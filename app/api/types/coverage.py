@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from datetime import datetime
 
 import strawberry
 from strawberry import relay
@@ -13,6 +12,7 @@ from strawberry.types.nodes import SelectedField, Selection
 from app.api.context import Info
 from app.api.errors import bad_cursor
 from app.api.relay import decode_cursor, encode_cursor, page_size
+from app.api.scalars import instant
 from app.api.types.article import ArticleNode
 from app.api.types.source import SourceNode
 from app.stories.coverage import CoverageGroup as Group
@@ -147,11 +147,8 @@ def after_key(story_id: int, after: str | None) -> GroupKey | None:
     story, authority, earliest, source_id = decode_cursor(CURSOR_KIND, after, 4)
     if story != story_id or not (_is_int(story) and _is_int(source_id) and _is_number(authority)):
         raise bad_cursor()
-    try:
-        moment = datetime.fromisoformat(str(earliest))
-    except ValueError as error:
-        raise bad_cursor() from error
-    if moment.tzinfo is None:
+    moment = instant(earliest)  # a moment the database can take: with its offset, in UTC within years 1..9999
+    if moment is None:
         raise bad_cursor()
     return float(authority), moment, source_id
 
