@@ -16,6 +16,7 @@ from urllib.parse import urljoin
 import httpx
 
 from app.ingest.addresses import AddressRefused, UnusableURL, url_target
+from app.ingest.content_coding import CodingBroken, CodingRefused, decoded
 from app.ingest.hints import parse_retry_after
 from app.ingest.transport import NameNotResolved, guarded_transport, request_to
 from app.settings import Settings
@@ -193,22 +194,26 @@ def network_failure(error: BaseException) -> str:
 
 
 async def _read_capped(response: httpx.Response, cap: int) -> bytes:
-    """The decoded body, aborted as soon as it passes `cap` (so a gzip bomb stops at the cap, not at RAM)."""
+    """The decoded body, aborted as soon as it passes `cap`: the bytes off the wire are decoded here a bounded piece
+    at a time (app/ingest/content_coding.py), so a compression bomb stops at the cap, not at RAM."""
     declared = response.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > cap:
         raise FetchError("too_large", f"declared {declared} bytes, cap is {cap}")
     chunks: list[bytes] = []
     size = 0
     try:
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > cap:
-                raise FetchError("too_large", f"body passed the {cap}-byte cap")
-            chunks.append(chunk)
+        async with contextlib.aclosing(decoded(response.aiter_raw(), response.headers.get("content-encoding"))) as body:
+            async for chunk in body:
+                size += len(chunk)
+                if size > cap:
+                    raise FetchError("too_large", f"body passed the {cap}-byte cap")
+                chunks.append(chunk)
+    except CodingRefused as error:
+        raise FetchError("unsupported_encoding", str(error)) from error
+    except CodingBroken as error:
+        raise FetchError("decoding", f"bad content encoding: {error}") from error
     except httpx.TimeoutException as error:
         raise FetchError("timeout", "timed out reading the body") from error
-    except httpx.DecodingError as error:
-        raise FetchError("decoding", f"bad content encoding: {error}") from error
     except httpx.HTTPError as error:
         raise FetchError(network_failure(error), f"{type(error).__name__} while reading the body: {error}") from error
     return b"".join(chunks)
