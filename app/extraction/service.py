@@ -73,7 +73,8 @@ async def fetch_article_text(
     except FetchError as error:
         delays = settings.crawl_retry_delays_seconds
         if (error.transient or error.throttled) and attempt <= len(delays):
-            wait = max(delays[attempt - 1], error.retry_after_s or 0.0)
+            asked = min(error.retry_after_s or 0.0, settings.crawl_hint_max_hours * 3600)
+            wait = max(delays[attempt - 1], asked)
             return TextOutcome(article_id, "retry", error.error_class, retry_in_s=wait)
         return await _failed(db, target, error)
     if page is None:
