@@ -212,7 +212,7 @@ class Politeness:
             count_fetch_failure("robots", error_class)
             log.warning("robots.txt of %s unavailable (%s: %s): not fetching from it for now", host, error_class, error)
             return f"{_UNREACHABLE}{error_class}\n{error}", ROBOTS_ERROR_TTL_S
-        return fetched.body.decode("utf-8", errors="replace"), ttl
+        return fetched.body.decode("utf-8-sig", errors="replace"), ttl  # a byte order mark would hide the first line
 
 
 def _bucket_key(url: str) -> str:
