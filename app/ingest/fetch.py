@@ -6,6 +6,7 @@ address whatever DNS says at that moment.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ssl
 import time
@@ -62,10 +63,11 @@ class FetchError(Exception):
 class FetchPolicy:
     max_body_bytes: int
     max_redirects: int
+    total_s: float = 60.0  # the whole fetch, every hop and the body's last byte (NEWSAGG_FETCH_TOTAL_SECONDS)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FetchPolicy:
-        return cls(settings.fetch_max_body_bytes, settings.fetch_max_redirects)
+        return cls(settings.fetch_max_body_bytes, settings.fetch_max_redirects, settings.fetch_total_seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,24 @@ async def fetch_feed(
     etag: str | None = None,
     last_modified: str | None = None,
     now: datetime | None = None,
+) -> FetchedFeed:
+    """The feed at `url`, within `policy.total_s` all told: the timeout of the client bounds each wait only, so a
+    server dripping a byte at a time would otherwise hold the job until the queue killed it, recording nothing."""
+    try:
+        async with asyncio.timeout(policy.total_s):
+            return await _fetch_hops(client, url, policy, etag=etag, last_modified=last_modified, now=now)
+    except TimeoutError as error:
+        raise FetchError("timeout", f"no whole answer from {url} within {policy.total_s:g} s") from error
+
+
+async def _fetch_hops(
+    client: httpx.AsyncClient,
+    url: str,
+    policy: FetchPolicy,
+    *,
+    etag: str | None,
+    last_modified: str | None,
+    now: datetime | None,
 ) -> FetchedFeed:
     started = time.perf_counter()
     headers = {k: v for k, v in (("If-None-Match", etag), ("If-Modified-Since", last_modified)) if v}

@@ -201,7 +201,9 @@ class Politeness:
         ttl = int(self._settings.robots_cache_hours * 3600)
         try:
             fetched = await fetch_feed(
-                self._http, f"{host}/robots.txt", FetchPolicy(self._settings.robots_max_bytes, 5)
+                self._http,
+                f"{host}/robots.txt",
+                FetchPolicy(self._settings.robots_max_bytes, 5, self._settings.fetch_total_seconds),
             )
         except FetchError as error:
             if error.status_code is not None and 400 <= error.status_code < 500:
