@@ -1,4 +1,5 @@
-"""Fetch one feed over HTTP: conditional GET, streamed size cap, redirects followed hop by hop.
+"""Fetch one feed over HTTP: conditional GET, streamed size cap on the decoded body, redirects followed hop by hop,
+one deadline for all of it.
 
 Every connection goes through the guarded transport (app/ingest/transport.py), so no hop reaches a non-public
 address whatever DNS says at that moment.
