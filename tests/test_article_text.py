@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import gzip
 import json
+import tracemalloc
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from tests.conftest import GraphQLClient, newsagg, statements_per_page
 from tests.feeds import FeedServer, Item, Reply, rss
 from tests.newsroom import administrator, global_id
 from tests.pages import BOILERPLATE_WORDS, article_page, paragraphs
+from tests.test_compressed_bodies import brotli_bomb
 from tests.test_ingest import add_source
 
 Run = Callable[[], Coroutine[Any, Any, int]]
@@ -295,6 +297,29 @@ async def test_robots_txt_too_large_pages_and_pages_without_an_article(
     data = await admin.run("ArticleText", id=global_id("Article", outcomes[2].article_id))
     assert data["article"]["text"] is None
     assert data["article"]["readingTimeMinutes"] is None
+
+
+async def test_compressed_bombs_and_stacked_codings_in_article_pages(
+    gql: GraphQLClient, services: Services, settings: Settings, feed_server: FeedServer
+) -> None:
+    admin = await administrator(gql, services)
+    feed_server.routes["/feed.xml"] = Reply(200, rss([]), {"Content-Type": "application/rss+xml"})
+    feed_server.routes["/bomb"] = Reply(200, brotli_bomb(), {"Content-Encoding": "br"})  # 256 MiB in ~400 bytes
+    feed_server.routes["/stacked"] = Reply(200, gzip.compress(gzip.compress(article_page())),
+                                           {"Content-Encoding": "gzip, gzip"})  # fmt: skip
+    await add_source(admin, feed_server.url("/feed.xml"))
+
+    tracemalloc.start()
+    try:
+        bomb = await fetch_one(services, settings, feed_server.url("/bomb"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    stacked = await fetch_one(services, settings, feed_server.url("/stacked"))
+
+    assert (bomb.status, bomb.error_class) == ("failed", "too_large")
+    assert peak < 32 * 1024 * 1024, f"peak {peak / 1024 / 1024:.0f} MiB"
+    assert (stacked.status, stacked.error_class) == ("failed", "unsupported_encoding")
 
 
 async def test_a_worker_process_runs_the_article_queue_beside_crawling(

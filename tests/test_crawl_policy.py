@@ -132,3 +132,15 @@ def test_hints() -> None:
     assert publisher_delay_s({"expires": "Sat, 21 Nov 2026 15:30:00 GMT"}, None, NOW) == 1800
     assert publisher_delay_s({}, "45", NOW) == 2700
     assert publisher_delay_s({"expires": "0"}, "x", NOW) == 0
+
+
+def test_hostile_hints_are_capped_or_ignored() -> None:
+    assert parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", NOW) == 366 * 86400
+    assert parse_retry_after("9" * 400) == 366 * 86400  # not inf, which no datetime can add
+    assert parse_retry_after("\u00b2") is None  # "²".isdigit(), but float() refuses it
+    assert parse_retry_after("\u0663") is None  # an Arabic-Indic three: not what HTTP means by a digit
+    assert publisher_delay_s({"retry-after": "\u00b2"}, "\u00b2", NOW) == 0
+    assert publisher_delay_s({"expires": "Fri, 31 Dec 9999 23:59:59 GMT"}, "9" * 5000, NOW) == 366 * 86400
+    for kind in (FailureKind.STRIKE, FailureKind.GONE, FailureKind.THROTTLED):
+        decision = after_failure(CrawlState(), POLICY, now=NOW, kind=kind, retry_after_s=10 * 86400)
+        assert interval(decision) == POLICY.hint_max_s, kind

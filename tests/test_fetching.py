@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import time
 from collections.abc import Callable, Coroutine
@@ -226,6 +227,42 @@ async def test_a_body_that_stalls_times_out(
         time.sleep(2)  # headers and a first chunk, then silence longer than the read timeout
 
     source_id = await crawl_timing_out(services, settings, feed_server, crawl, "/trickle.xml", trickle)
+    assert {entry.error_class for entry in await log_of(services)} == {"timeout"}
+    assert (await schedule_of(services, source_id)).consecutive_failures == 1
+    assert await articles(services) == 0
+
+
+def drip(handler: Any) -> None:
+    """A 200 whose body comes a byte every 0.1 s: every read waits less than any read timeout, for 4 s in all."""
+    body = rss(items(1))[:40]
+    with contextlib.suppress(OSError):
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        for byte in body:
+            handler.wfile.write(bytes([byte]))
+            handler.wfile.flush()
+            time.sleep(0.1)
+
+
+async def test_a_fetch_has_a_deadline_for_the_whole_answer(feed_server: FeedServer) -> None:
+    feed_server.routes["/drip.xml"] = drip
+    transport = guarded_transport(allow_loopback=True, limits=httpx.Limits())
+    async with httpx.AsyncClient(transport=transport, timeout=0.5) as client:
+        with pytest.raises(FetchError) as caught:
+            await fetch_feed(client, feed_server.url("/drip.xml"), FetchPolicy(1 << 20, 1, total_s=1.0))
+    assert caught.value.error_class == "timeout"
+    assert caught.value.transient
+
+
+async def test_a_body_that_drips_times_out_as_a_counted_failure(
+    services: Services, settings: Settings, feed_server: FeedServer, crawl: Crawl
+) -> None:
+    settings.fetch_total_seconds, saved = 1.0, settings.fetch_total_seconds
+    try:
+        source_id = await crawl_timing_out(services, settings, feed_server, crawl, "/drip.xml", drip)
+    finally:
+        settings.fetch_total_seconds = saved
     assert {entry.error_class for entry in await log_of(services)} == {"timeout"}
     assert (await schedule_of(services, source_id)).consecutive_failures == 1
     assert await articles(services) == 0

@@ -72,6 +72,20 @@ async def test_robots_disallow_is_obeyed_and_cached(
     assert 3 < second.wait_s - first.wait_s <= 4  # Crawl-delay 4 s beats the configured rate
 
 
+async def test_a_robots_txt_starting_with_a_byte_order_mark_is_obeyed(
+    services: Services, settings: Settings, feed_server: FeedServer, http: Any
+) -> None:
+    # given a robots.txt saved by an editor that writes a UTF-8 byte order mark before its first line
+    robots = "\ufeffUser-agent: *\nDisallow: /private\nCrawl-delay: 10\n".encode()
+    feed_server.routes["/robots.txt"] = Reply(200, robots)
+    politeness = Politeness(services.redis, http, settings)
+    # when its pages are admitted
+    private = await politeness.admit(feed_server.url("/private/feed.xml"))
+    # then its first group is read: /private is refused and its Crawl-delay applies
+    assert (private.allowed, private.error_class) == (False, "robots_disallowed")
+    assert (await politeness.robots(feed_server.url(""))).crawl_delay("newsagg") == 10
+
+
 async def test_robots_errors(services: Services, settings: Settings, feed_server: FeedServer, http: Any) -> None:
     politeness = Politeness(services.redis, http, settings)
     host = feed_server.url("")

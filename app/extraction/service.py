@@ -65,7 +65,7 @@ async def fetch_article_text(
             return await _failed(db, target, error)
         if admission.wait_s > 0:
             return TextOutcome(article_id, "deferred", retry_in_s=admission.wait_s)
-    policy = FetchPolicy(settings.article_max_bytes, settings.fetch_max_redirects)
+    policy = FetchPolicy(settings.article_max_bytes, settings.fetch_max_redirects, settings.fetch_total_seconds)
     try:
         fetch = functools.partial(fetch_feed, http, target.url, policy, etag=target.etag,
                                   last_modified=target.last_modified)  # fmt: skip
@@ -73,7 +73,8 @@ async def fetch_article_text(
     except FetchError as error:
         delays = settings.crawl_retry_delays_seconds
         if (error.transient or error.throttled) and attempt <= len(delays):
-            wait = max(delays[attempt - 1], error.retry_after_s or 0.0)
+            asked = min(error.retry_after_s or 0.0, settings.crawl_hint_max_hours * 3600)
+            wait = max(delays[attempt - 1], asked)
             return TextOutcome(article_id, "retry", error.error_class, retry_in_s=wait)
         return await _failed(db, target, error)
     if page is None:

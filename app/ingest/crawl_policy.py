@@ -163,6 +163,6 @@ def after_failure(
         status = SourceStatus.DEAD
     elif failures >= policy.pause_after_failures:
         status = SourceStatus.PAUSED
-    delay = max(failure_delay_s(failures, policy.backoff_cap_exponent), retry_after_s or 0.0)
+    delay = max(failure_delay_s(failures, policy.backoff_cap_exponent), min(retry_after_s or 0.0, policy.hint_max_s))
     new_state = replace(state, consecutive_failures=failures, gone_streak=gone, circuit=circuit, throttle_streak=0)
     return Decision(new_state, now + timedelta(seconds=delay), source_status=status)

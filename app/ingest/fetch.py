@@ -1,4 +1,5 @@
-"""Fetch one feed over HTTP: conditional GET, streamed size cap, redirects followed hop by hop.
+"""Fetch one feed over HTTP: conditional GET, streamed size cap on the decoded body, redirects followed hop by hop,
+one deadline for all of it.
 
 Every connection goes through the guarded transport (app/ingest/transport.py), so no hop reaches a non-public
 address whatever DNS says at that moment.
@@ -6,6 +7,7 @@ address whatever DNS says at that moment.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ssl
 import time
@@ -16,6 +18,7 @@ from urllib.parse import urljoin
 import httpx
 
 from app.ingest.addresses import AddressRefused, UnusableURL, url_target
+from app.ingest.content_coding import CodingBroken, CodingRefused, decoded
 from app.ingest.hints import parse_retry_after
 from app.ingest.transport import NameNotResolved, guarded_transport, request_to
 from app.settings import Settings
@@ -61,10 +64,11 @@ class FetchError(Exception):
 class FetchPolicy:
     max_body_bytes: int
     max_redirects: int
+    total_s: float = 60.0  # the whole fetch, every hop and the body's last byte (NEWSAGG_FETCH_TOTAL_SECONDS)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FetchPolicy:
-        return cls(settings.fetch_max_body_bytes, settings.fetch_max_redirects)
+        return cls(settings.fetch_max_body_bytes, settings.fetch_max_redirects, settings.fetch_total_seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +109,24 @@ async def fetch_feed(
     etag: str | None = None,
     last_modified: str | None = None,
     now: datetime | None = None,
+) -> FetchedFeed:
+    """The feed at `url`, within `policy.total_s` all told: the timeout of the client bounds each wait only, so a
+    server dripping a byte at a time would otherwise hold the job until the queue killed it, recording nothing."""
+    try:
+        async with asyncio.timeout(policy.total_s):
+            return await _fetch_hops(client, url, policy, etag=etag, last_modified=last_modified, now=now)
+    except TimeoutError as error:
+        raise FetchError("timeout", f"no whole answer from {url} within {policy.total_s:g} s") from error
+
+
+async def _fetch_hops(
+    client: httpx.AsyncClient,
+    url: str,
+    policy: FetchPolicy,
+    *,
+    etag: str | None,
+    last_modified: str | None,
+    now: datetime | None,
 ) -> FetchedFeed:
     started = time.perf_counter()
     headers = {k: v for k, v in (("If-None-Match", etag), ("If-Modified-Since", last_modified)) if v}
@@ -193,22 +215,26 @@ def network_failure(error: BaseException) -> str:
 
 
 async def _read_capped(response: httpx.Response, cap: int) -> bytes:
-    """The decoded body, aborted as soon as it passes `cap` (so a gzip bomb stops at the cap, not at RAM)."""
+    """The decoded body, aborted as soon as it passes `cap`: the bytes off the wire are decoded here a bounded piece
+    at a time (app/ingest/content_coding.py), so a compression bomb stops at the cap, not at RAM."""
     declared = response.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > cap:
         raise FetchError("too_large", f"declared {declared} bytes, cap is {cap}")
     chunks: list[bytes] = []
     size = 0
     try:
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > cap:
-                raise FetchError("too_large", f"body passed the {cap}-byte cap")
-            chunks.append(chunk)
+        async with contextlib.aclosing(decoded(response.aiter_raw(), response.headers.get("content-encoding"))) as body:
+            async for chunk in body:
+                size += len(chunk)
+                if size > cap:
+                    raise FetchError("too_large", f"body passed the {cap}-byte cap")
+                chunks.append(chunk)
+    except CodingRefused as error:
+        raise FetchError("unsupported_encoding", str(error)) from error
+    except CodingBroken as error:
+        raise FetchError("decoding", f"bad content encoding: {error}") from error
     except httpx.TimeoutException as error:
         raise FetchError("timeout", "timed out reading the body") from error
-    except httpx.DecodingError as error:
-        raise FetchError("decoding", f"bad content encoding: {error}") from error
     except httpx.HTTPError as error:
         raise FetchError(network_failure(error), f"{type(error).__name__} while reading the body: {error}") from error
     return b"".join(chunks)

@@ -201,7 +201,9 @@ class Politeness:
         ttl = int(self._settings.robots_cache_hours * 3600)
         try:
             fetched = await fetch_feed(
-                self._http, f"{host}/robots.txt", FetchPolicy(self._settings.robots_max_bytes, 5)
+                self._http,
+                f"{host}/robots.txt",
+                FetchPolicy(self._settings.robots_max_bytes, 5, self._settings.fetch_total_seconds),
             )
         except FetchError as error:
             if error.status_code is not None and 400 <= error.status_code < 500:
@@ -212,7 +214,7 @@ class Politeness:
             count_fetch_failure("robots", error_class)
             log.warning("robots.txt of %s unavailable (%s: %s): not fetching from it for now", host, error_class, error)
             return f"{_UNREACHABLE}{error_class}\n{error}", ROBOTS_ERROR_TTL_S
-        return fetched.body.decode("utf-8", errors="replace"), ttl
+        return fetched.body.decode("utf-8-sig", errors="replace"), ttl  # a byte order mark would hide the first line
 
 
 def _bucket_key(url: str) -> str:

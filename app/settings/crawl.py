@@ -95,6 +95,13 @@ class CrawlSettings(BaseSettings):
 
     # --- fetching ----------------------------------------------------------------------------------------------------
     fetch_timeout_seconds: float = Field(default=10, description="Connect/read timeout of one fetch.")
+    fetch_total_seconds: float = Field(
+        default=60,
+        gt=0,
+        description="Longest one fetch (a feed, a robots.txt, an article page) may take, its redirects and its "
+        "body's last byte included; then it fails as a timeout. A server that drips its body slower than the "
+        "connect/read timeout notices is cut off here.",
+    )
     fetch_max_body_bytes: int = Field(default=10 * 1024 * 1024, description="Abort a body larger than this.")
     fetch_max_redirects: int = Field(default=5, description="Most redirects followed for one fetch.")
     fetch_archive: bool = Field(
