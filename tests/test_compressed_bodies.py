@@ -1,5 +1,6 @@
 """Compressed bodies from a real loopback server: bombs stop at the size cap in bounded memory, whatever the coding;
-stacked and unknown codings are refused as such."""
+stacked codings and compressions not read (compress, zstd) are refused as such; a label naming no compression
+("UTF-8") is read as none."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ async def test_a_compression_bomb_stops_at_the_cap_in_bounded_memory(
         ("zstd", rss(items(2))),
     ],
 )
-async def test_stacked_and_unknown_codings_are_refused(
+async def test_stacked_codings_and_compressions_not_read_are_refused(
     header: str, body: bytes, feed_server: FeedServer, http: httpx.AsyncClient
 ) -> None:
     def reply(handler: Any) -> None:
@@ -117,6 +118,8 @@ async def test_every_coding_read_gives_the_feed(feed_server: FeedServer, http: h
         ("br", brotli.compress(feed)),
         ("identity", feed),
         ("Identity, GZIP", gzip.compress(feed)),  # identity is no coding: one remains
+        ("UTF-8", feed),  # a label that names no compression, as some servers send: read as none
+        ("none, gzip", gzip.compress(feed)),
     ]
     for n, (header, body) in enumerate(bodies):
         feed_server.routes[f"/{n}.xml"] = Reply(200, body, {"Content-Encoding": header})

@@ -2,7 +2,8 @@
 
 httpx decodes each chunk off the wire whole: 405 bytes of brotli become 256 MiB in one call, before any size cap can
 look at them. Here every decompressor is asked for at most PIECE_BYTES per call, so the reader's cap stops a bomb
-at the cap. One coding (gzip, deflate, br) or none is read; an unknown coding or several stacked are refused.
+at the cap. One coding (gzip, deflate, br) or none is read; another compression, or several stacked, is refused (a
+label that names no compression, such as "UTF-8", is read as none).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from typing import Protocol
 import brotli
 
 PIECE_BYTES = 64 * 1024
-_IDENTITY = frozenset({"", "identity"})
+# The content codings of the IANA registry (and the x- aliases still seen) that compress or encrypt: a body in any of
+# them is not the document; gzip, deflate and br are undone here
+_COMPRESSIONS = frozenset({"gzip", "x-gzip", "deflate", "br", "compress", "x-compress", "zstd", "exi", "pack200-gzip",
+                           "aes128gcm", "dcb", "dcz", "bzip2", "x-bzip2", "lzma", "xz"})  # fmt: skip
 
 
 class CodingRefused(Exception):
@@ -87,8 +91,11 @@ class _Brotli:
 
 
 def decoder_for(content_encoding: str | None) -> _Decoder:
+    """The decoder of a Content-Encoding. A label that names no compression (servers send "UTF-8", "none", "binary")
+    is read as identity, as browsers and httpx read it; a compression this reader does not undo (compress, zstd, …),
+    or two stacked, is refused."""
     codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
-    codings = [c for c in codings if c not in _IDENTITY]
+    codings = [c for c in codings if c in _COMPRESSIONS]
     if len(codings) > 1:
         raise CodingRefused(f"stacked content encodings are not read: {content_encoding}")
     coding = codings[0] if codings else "identity"
