@@ -36,6 +36,7 @@ from redis.exceptions import RedisError
 from app.ingest.fetch import NETWORK_FAILURES, FetchError, FetchPolicy, fetch_feed
 from app.ingest.sites import site_of
 from app.observability.work import count_fetch_failure
+from app.resilience.leases import TAKE_LEASE
 from app.resilience.metrics import REDIS_DEGRADED
 from app.settings import Settings
 
@@ -70,16 +71,6 @@ redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('EXPIRE', KEYS[1], math.ceil(wait + burst / rate) + 60)
 return tostring(wait)
 """
-# KEYS[1] the site's leases; ARGV cap, lease (s), lease id. 1 when the lease was taken, 0 when the site is full.
-_TAKE_SLOT = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
-redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 1)
-return 1
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +93,7 @@ class Politeness:
         self._http = http
         self._settings = settings
         self._bucket = redis.register_script(_BUCKET)
-        self._take_slot = redis.register_script(_TAKE_SLOT)
+        self._take_slot = redis.register_script(TAKE_LEASE)
         self._fetching: dict[str, asyncio.Task[str]] = {}  # one robots.txt fetch per origin at a time in this worker
 
     async def admit(self, url: str) -> Admission:

@@ -19,23 +19,13 @@ from redis.exceptions import RedisError
 
 from app.notifications.digest import run_seconds
 from app.observability.alerts import count_digest_run_skipped
+from app.resilience.leases import TAKE_LEASE
 from app.resilience.metrics import REDIS_DEGRADED
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
 KEY = "newsagg:digest:runs"
 LEASE_MARGIN_S = 60.0  # a lease outlives its run's budget by this much (the job's own end, its release)
-
-# KEYS[1] the runs' leases; ARGV cap, lease (s), lease id. 1 when the lease was taken, 0 when the cap is reached.
-_TAKE = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
-redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 1)
-return 1
-"""
 
 
 def lease_seconds(settings: Settings) -> float:
@@ -47,7 +37,7 @@ class DigestRuns:
 
     def __init__(self, redis: Redis, settings: Settings) -> None:
         self._redis, self._settings = redis, settings
-        self._take = redis.register_script(_TAKE)
+        self._take = redis.register_script(TAKE_LEASE)
         self._running = False  # this process's run (one event loop: no lock needed around the flag)
 
     @contextlib.asynccontextmanager
