@@ -1,0 +1,85 @@
+"""What a refresh, and a hub's push, leave of a source's crawl state: a body no parser can read is a strike (and its
+replay goes on), a 404 streak is dead only once it has lasted, a politeness wait longer than a claim lives is not
+waited with the claim, a push touches only the rate, and a feed's move is stored normalized."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from app.archive.replay import replay
+from app.ingest.refresh import refresh_source
+from app.ingest.scheduler import claim_due_sources
+from app.ingest.transport import guarded_transport
+from app.services import Services
+from app.settings import Settings
+from app.sources.models import ClaimStatus, CrawlSchedule, FetchLog, Source
+from app.sources.service import SourceRequest, create_source
+from tests.feeds import FeedServer, Reply
+
+JSON_FEED = "application/feed+json"
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(transport=guarded_transport(allow_loopback=True, limits=httpx.Limits())) as client:
+        yield client
+
+
+async def new_source(services: Services, settings: Settings, url: str) -> int:
+    async with services.db.begin() as session:
+        return (await create_source(session, settings, SourceRequest(feed_url=url))).id
+
+
+async def claimed(services: Services, settings: Settings) -> list[int]:
+    async with services.db.begin() as session:
+        return await claim_due_sources(session, settings)
+
+
+async def schedule_of(services: Services, source_id: int) -> CrawlSchedule:
+    async with services.db() as session:
+        schedule = await session.get(CrawlSchedule, source_id)
+        assert schedule is not None
+        return schedule
+
+
+async def source_of(services: Services, source_id: int) -> Source:
+    async with services.db() as session:
+        source = await session.get(Source, source_id)
+        assert source is not None
+        return source
+
+
+async def fetch_log(services: Services, source_id: int) -> list[FetchLog]:
+    async with services.db() as session:
+        rows = await session.scalars(select(FetchLog).where(FetchLog.source_id == source_id).order_by(FetchLog.id))
+        return list(rows)
+
+
+async def test_a_json_feed_nested_past_any_stack_is_a_strike_and_its_replay_goes_on(
+    services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    # given a JSON Feed whose items are nested 100,000 deep (RecursionError in the job before: no fetch log, the claim
+    # released by the sweeper due at once, fetched again every 30 s for ever)
+    deep = ('{"version": "https://jsonfeed.org/version/1.1", "items": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()
+    feed_server.routes["/deep.json"] = Reply(200, deep, {"Content-Type": JSON_FEED})
+    source_id = await new_source(services, settings, feed_server.url("/deep.json"))
+    assert await claimed(services, settings) == [source_id]
+    before = datetime.now(UTC)
+
+    # when it is refreshed
+    outcome = await refresh_source(services.engine, http, settings, source_id)
+
+    # then the parse failed, a strike with its back-off, logged, the claim returned, and the body archived
+    assert (outcome.status, outcome.error_class) == ("failed", "parse")
+    schedule = await schedule_of(services, source_id)
+    assert (schedule.status, schedule.consecutive_failures) == (ClaimStatus.PENDING, 1)
+    assert schedule.next_crawl_at >= before + timedelta(minutes=2)
+    assert [(row.error_class, row.status_code) for row in await fetch_log(services, source_id)] == [("parse", 200)]
+    # and a replay of what the archive holds reports that body and goes on
+    done = await replay(services.engine, settings, source_id, since=before - timedelta(hours=1))
+    assert (done.fetches, done.parse_errors) == (1, 1)
