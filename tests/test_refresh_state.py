@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.archive.replay import replay
 from app.ingest.refresh import refresh_source
@@ -17,7 +17,7 @@ from app.ingest.scheduler import claim_due_sources
 from app.ingest.transport import guarded_transport
 from app.services import Services
 from app.settings import Settings
-from app.sources.models import ClaimStatus, CrawlSchedule, FetchLog, Source
+from app.sources.models import ClaimStatus, CrawlSchedule, FetchLog, Source, SourceStatus
 from app.sources.service import SourceRequest, create_source
 from tests.feeds import FeedServer, Reply
 
@@ -83,3 +83,29 @@ async def test_a_json_feed_nested_past_any_stack_is_a_strike_and_its_replay_goes
     # and a replay of what the archive holds reports that body and goes on
     done = await replay(services.engine, settings, source_id, since=before - timedelta(hours=1))
     assert (done.fetches, done.parse_errors) == (1, 1)
+
+
+async def test_three_404s_in_minutes_leave_a_source_active_and_404s_for_a_day_kill_it(
+    services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    # given a feed that answers 404 (a CMS deploy), refreshed three times in a row
+    source_id = await new_source(services, settings, feed_server.url("/moving.xml"))
+    first = datetime.now(UTC)
+    outcomes = [await refresh_source(services.engine, http, settings, source_id) for _ in range(3)]
+
+    # then the source is still active, its streak dated from the first 404
+    assert {(o.status, o.error_class) for o in outcomes} == {("failed", "http_status")}
+    assert (await source_of(services, source_id)).status == SourceStatus.ACTIVE
+    schedule = await schedule_of(services, source_id)
+    assert schedule.gone_streak == 3
+    assert schedule.gone_since is not None
+    assert first <= schedule.gone_since <= datetime.now(UTC)
+
+    # when its 404s have gone on for a day
+    async with services.db.begin() as session:
+        await session.execute(update(CrawlSchedule).where(CrawlSchedule.source_id == source_id)
+                              .values(gone_since=datetime.now(UTC) - timedelta(hours=24, minutes=1)))  # fmt: skip
+    await refresh_source(services.engine, http, settings, source_id)
+
+    # then it is dead
+    assert (await source_of(services, source_id)).status == SourceStatus.DEAD

@@ -180,6 +180,7 @@ def _state_of(row: Any) -> CrawlState:
         last_fetched_at=row.last_fetched_at,
         consecutive_failures=row.consecutive_failures,
         gone_streak=row.gone_streak,
+        gone_since=row.gone_since,
         throttle_streak=row.throttle_streak,
         circuit=row.circuit,
         redirect_url=row.redirect_url,
@@ -200,7 +201,8 @@ async def _apply(
     schedule: dict[str, object] = {
         "articles_per_hour": state.articles_per_hour, "hourly_histogram": list(state.hourly_histogram),
         "last_fetched_at": state.last_fetched_at, "consecutive_failures": state.consecutive_failures,
-        "gone_streak": state.gone_streak, "throttle_streak": state.throttle_streak, "circuit": state.circuit,
+        "gone_streak": state.gone_streak, "gone_since": state.gone_since, "throttle_streak": state.throttle_streak,
+        "circuit": state.circuit,
         "redirect_url": state.redirect_url, "redirect_streak": state.redirect_streak, "last_error": last_error,
         "status": ClaimStatus.PENDING, "next_crawl_at": decision.next_crawl_at,
     }  # fmt: skip

@@ -177,7 +177,7 @@ async def reactivate(session: AsyncSession, source_id: int) -> None:
     await session.execute(
         update(CrawlSchedule)
         .where(CrawlSchedule.source_id == source_id)
-        .values(consecutive_failures=0, gone_streak=0, throttle_streak=0, circuit=Circuit.CLOSED)
+        .values(consecutive_failures=0, gone_streak=0, gone_since=None, throttle_streak=0, circuit=Circuit.CLOSED)
     )
 
 
@@ -254,6 +254,7 @@ REFRESH_COLUMNS = (
     CrawlSchedule.articles_per_hour,
     CrawlSchedule.hourly_histogram,
     CrawlSchedule.last_fetched_at, CrawlSchedule.consecutive_failures, CrawlSchedule.gone_streak,
+    CrawlSchedule.gone_since,
     CrawlSchedule.throttle_streak, CrawlSchedule.circuit, CrawlSchedule.redirect_url, CrawlSchedule.redirect_streak,
 )  # fmt: skip
 
