@@ -12,14 +12,14 @@ import pytest
 from sqlalchemy import select, update
 
 from app.archive.replay import replay
-from app.ingest.refresh import refresh_source
+from app.ingest.refresh import ingest_body, refresh_source
 from app.ingest.scheduler import claim_due_sources
 from app.ingest.transport import guarded_transport
 from app.services import Services
 from app.settings import Settings
-from app.sources.models import ClaimStatus, CrawlSchedule, FetchLog, Source, SourceStatus
+from app.sources.models import Circuit, ClaimStatus, CrawlSchedule, FetchLog, Source, SourceStatus
 from app.sources.service import SourceRequest, create_source
-from tests.feeds import FeedServer, Reply
+from tests.feeds import FeedServer, Reply, items, rss
 
 JSON_FEED = "application/feed+json"
 
@@ -109,3 +109,37 @@ async def test_three_404s_in_minutes_leave_a_source_active_and_404s_for_a_day_ki
 
     # then it is dead
     assert (await source_of(services, source_id)).status == SourceStatus.DEAD
+
+
+async def test_a_push_counts_its_articles_and_leaves_the_claim_and_the_failures_to_the_polls(
+    services: Services, settings: Settings
+) -> None:
+    # given a source whose refresh is in flight, failing (404s, an open circuit) while following a redirect
+    source_id = await new_source(services, settings, "http://127.0.0.1:9/pushed.xml")
+    assert await claimed(services, settings) == [source_id]
+    failing = {
+        "consecutive_failures": 4, "gone_streak": 2, "gone_since": datetime.now(UTC) - timedelta(hours=3),
+        "circuit": Circuit.OPEN, "redirect_url": "http://127.0.0.1:9/moved.xml", "redirect_streak": 2,
+        "last_error": "http_status: HTTP 404", "next_crawl_at": datetime.now(UTC) + timedelta(minutes=16),
+        "last_fetched_at": datetime.now(UTC) - timedelta(hours=1), "articles_per_hour": 0.0,
+    }  # fmt: skip
+    async with services.db.begin() as session:
+        await session.execute(update(CrawlSchedule).where(CrawlSchedule.source_id == source_id).values(**failing))
+    before = await schedule_of(services, source_id)
+
+    # when its hub pushes three new entries, then a body that is no feed
+    stored = await ingest_body(services.engine, settings, source_id, rss(items(3)), "application/rss+xml")
+    unreadable = await ingest_body(services.engine, settings, source_id, b"<html><body>oops</body></html>", None)
+
+    # then the entries are stored and counted towards the rate and the hours
+    assert (stored.status, len(stored.new_article_ids)) == ("fetched", 3)
+    assert (unreadable.status, unreadable.error_class) == ("failed", "parse")
+    after = await schedule_of(services, source_id)
+    assert after.articles_per_hour > 0
+    assert sum(after.hourly_histogram) == sum(before.hourly_histogram) + 3
+    # and the claim, the failures, the circuit, the redirect streak and the next poll are as they were
+    kept = ("status", "last_triggered_at", "claimed_by", "next_crawl_at", "consecutive_failures", "gone_streak",
+            "gone_since", "throttle_streak", "circuit", "redirect_url", "redirect_streak", "last_error")  # fmt: skip
+    assert {name: getattr(after, name) for name in kept} == {name: getattr(before, name) for name in kept}
+    assert after.status == ClaimStatus.IN_FLIGHT
+    assert [row.error_class for row in await fetch_log(services, source_id)] == [None, "parse"]

@@ -134,6 +134,18 @@ def after_success(
     return Decision(new_state, now + timedelta(seconds=interval), move_feed_to=move_to)
 
 
+def after_push(state: CrawlState, policy: CrawlPolicy, *, now: datetime, new_published: list[datetime]) -> CrawlState:
+    """A hub pushed the articles published at `new_published`: they count towards the source's rate (its clock,
+    `last_fetched_at`, moves on as after a poll) and its hours. Nothing else changes: a push says nothing of whether
+    the feed's URL answers, so failures, circuit, back-off and redirect streak are the polls' alone."""
+    rate = state.articles_per_hour
+    if state.last_fetched_at is not None:
+        elapsed_h = (now - state.last_fetched_at).total_seconds() / 3600
+        rate = updated_rate(rate, len(new_published), elapsed_h, policy.rate_ema_alpha)
+    histogram = _with_new_articles(state.hourly_histogram, new_published)
+    return replace(state, articles_per_hour=rate, hourly_histogram=histogram, last_fetched_at=now)
+
+
 def _redirect(
     state: CrawlState, policy: CrawlPolicy, feed_url: str, permanent_url: str | None
 ) -> tuple[str | None, int, str | None]:

@@ -274,17 +274,19 @@ async def record_fetch(
     fetch_log: dict[str, object],
     source_changes: dict[str, object],
 ) -> int:
-    """The bookkeeping of one fetch in one statement: the schedule row (its claim released), the fetch log row (its
-    id returned), the source row when it changed. The transaction then commits without waiting for the WAL flush: ingest
-    writes are replayable (a crash loses at most the last moment of it, and the next fetch stores it again)."""
+    """The bookkeeping of one fetch in one statement: the schedule row (its claim released; a push changes only its
+    counters, and a push that did not parse none), the fetch log row (its id returned), the source row when it
+    changed. The transaction then commits without waiting for the WAL flush: ingest writes are replayable (a crash
+    loses at most the last moment of it, and the next fetch stores it again)."""
     durability = select(func.set_config("synchronous_commit", "off", True).label("setting")).cte("durability")
-    ctes = [
-        update(CrawlSchedule).where(CrawlSchedule.source_id == source_id).values(**schedule).cte("schedule_row"),
-        insert(FetchLog).values(source_id=source_id, **fetch_log).returning(FetchLog.id).cte("fetch_log_row"),
-    ]
+    schedule_row = update(CrawlSchedule).where(CrawlSchedule.source_id == source_id).values(**schedule)
+    fetch_log_row = (
+        insert(FetchLog).values(source_id=source_id, **fetch_log).returning(FetchLog.id).cte("fetch_log_row")
+    )
+    ctes = [schedule_row.cte("schedule_row")] if schedule else []
+    ctes.append(fetch_log_row)
     if source_changes:
         ctes.append(update(Source).where(Source.id == source_id).values(**source_changes).cte("source_row"))
-    fetch_log_row = ctes[1]
     query = select(fetch_log_row.c.id).select_from(durability.join(fetch_log_row, true())).add_cte(*ctes)
     return int((await session.execute(query)).scalar_one())
 
