@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import select, update
 
 from app.archive.replay import replay
-from app.ingest.refresh import ingest_body, refresh_source
+from app.ingest.politeness import Politeness
+from app.ingest.refresh import ingest_body, longest_claimed_wait_s, refresh_source
 from app.ingest.scheduler import claim_due_sources
 from app.ingest.transport import guarded_transport
 from app.services import Services
@@ -143,3 +144,51 @@ async def test_a_push_counts_its_articles_and_leaves_the_claim_and_the_failures_
     assert {name: getattr(after, name) for name in kept} == {name: getattr(before, name) for name in kept}
     assert after.status == ClaimStatus.IN_FLIGHT
     assert [row.error_class for row in await fetch_log(services, source_id)] == [None, "parse"]
+
+
+async def test_a_politeness_wait_longer_than_its_claim_can_wait_returns_the_claim_and_takes_no_turn(
+    services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    # given a site of a request every 100 s (a Crawl-delay) backed off for 15 min, and one of its feeds claimed (its
+    # turn was reserved 15 min off before, the job deferred past the claim's 10 min, superseded, the turn lost)
+    slow = settings.model_copy(update={"politeness_requests_per_second": 0.01})
+    feed_server.routes["/slow.xml"] = Reply(200, rss(items(1)))
+    url = feed_server.url("/slow.xml")
+    source_id = await new_source(services, slow, url)
+    assert await claimed(services, slow) == [source_id]
+    politeness = Politeness(services.redis, http, slow)
+    await politeness.back_off(url, 900)
+
+    # when the claimed feed is refreshed
+    outcome = await refresh_source(services.engine, http, slow, source_id, politeness=politeness)
+
+    # then the claim is returned, the source due when the site's turn comes, and nothing was fetched
+    assert outcome.status == "postponed"
+    assert outcome.retry_in_s is not None
+    assert outcome.retry_in_s > longest_claimed_wait_s(slow, None, datetime.now(UTC))
+    schedule = await schedule_of(services, source_id)
+    assert (schedule.status, schedule.claimed_by, schedule.consecutive_failures) == (ClaimStatus.PENDING, None, 0)
+    assert schedule.next_crawl_at >= datetime.now(UTC) + timedelta(minutes=10)
+    assert feed_server.hits.get("/slow.xml") is None
+    assert await fetch_log(services, source_id) == []
+    # and no turn was taken: the first after the back-off is still free (taken, the next would be 100 s later)
+    assert await politeness.reserve(url, 0.01) <= 900
+
+
+async def test_a_politeness_wait_the_claim_outlives_is_waited_with_the_turn_reserved(
+    services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    feed_server.routes["/wait.xml"] = Reply(200, rss(items(1)))
+    url = feed_server.url("/wait.xml")
+    source_id = await new_source(services, settings, url)
+    assert await claimed(services, settings) == [source_id]
+    politeness = Politeness(services.redis, http, settings)
+    await politeness.back_off(url, 120)
+
+    outcome = await refresh_source(services.engine, http, settings, source_id, politeness=politeness)
+
+    assert outcome.status == "deferred"
+    assert outcome.retry_in_s is not None
+    assert 0 < outcome.retry_in_s <= 120
+    assert (await schedule_of(services, source_id)).status == ClaimStatus.IN_FLIGHT
+    assert await politeness.reserve(url, 1.0) > outcome.retry_in_s  # the turn is the deferred job's

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import httpx
@@ -54,10 +54,11 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class RefreshOutcome:
     source_id: int
-    status: str  # fetched | not_modified | failed | skipped | retry | deferred
+    status: str  # fetched | not_modified | failed | skipped | retry | deferred | postponed
     new_article_ids: list[int] = field(default_factory=list)
     error_class: str | None = None
-    retry_in_s: float | None = None  # retry / deferred: run the refresh again after this long
+    retry_in_s: float | None = None  # retry / deferred: run the refresh again after this long (postponed: the claim
+    # was returned instead, the source due again then)
     subscribe: Discovery | None = None  # a WebSub hub to subscribe to, after commit
     article_text_ids: list[int] = field(default_factory=list)  # new articles whose page to fetch for their text
 
@@ -83,6 +84,7 @@ class _SourceView:
 class _Plan:
     source: _SourceView
     state: CrawlState
+    claimed_at: datetime | None = None  # when the source's current claim was made (it names the claim)
 
 
 async def refresh_source(
@@ -104,10 +106,13 @@ async def refresh_source(
     except AddressRefused as refusal:
         return await _fail(db, settings, plan, refused(refusal), FailureKind.STRIKE)
     if politeness is not None and not admitted:
-        admission = await politeness.admit(plan.source.feed_url)
+        longest = longest_claimed_wait_s(settings, plan.claimed_at, datetime.now(UTC))
+        admission = await politeness.admit(plan.source.feed_url, longest_wait_s=longest)
         if not admission.allowed:
             error = FetchError(admission.error_class or "robots_disallowed", admission.reason or "disallowed")
             return await _fail(db, settings, plan, error, FailureKind.STRIKE)
+        if not admission.reserved:
+            return await _postpone(db, plan, admission.wait_s)
         if admission.wait_s > 0:
             return RefreshOutcome(source_id, "deferred", retry_in_s=admission.wait_s)
     fetched_at = datetime.now(UTC)
@@ -126,6 +131,26 @@ async def refresh_source(
     if fetched is None:  # the site has as many requests in flight as it may: the reserved slot is kept
         return RefreshOutcome(source_id, "deferred", retry_in_s=settings.politeness_slot_retry_seconds)
     return await _ingest(db, settings, plan, fetched, fetched_at)
+
+
+def longest_claimed_wait_s(settings: Settings, claimed_at: datetime | None, now: datetime) -> float:
+    """The longest politeness wait a refresh takes with its source's claim held: what is left of half the in-flight
+    timeout, the other half for the deferred job to start, fetch and retry before the claim is thought abandoned
+    (released, and its job superseded when it runs)."""
+    held_s = (now - claimed_at).total_seconds() if claimed_at is not None else 0.0
+    return max(settings.crawl_in_flight_timeout_minutes * 60 / 2 - held_s, 0.0)
+
+
+async def _postpone(db: AsyncEngine, plan: _Plan, wait_s: float) -> RefreshOutcome:
+    """The site's next turn is further off than the claim can wait: the claim is returned, the source due when that
+    turn comes, and no turn is taken. (A turn reserved for a job that its claim's release then supersedes is lost,
+    and holds back every other request to the site: on a site of many feeds and a low rate, turns reserved further
+    and further off, all lost, until none of its feeds is fetched at all.)"""
+    until = datetime.now(UTC) + timedelta(seconds=wait_s)
+    async with db.begin() as connection:
+        await sources.postpone_claim(connection, plan.source.id, claimed_at=plan.claimed_at, until=until)
+    log.info("source %s: its site's next turn is %.0f s off, past its claim: due again then", plan.source.id, wait_s)
+    return RefreshOutcome(plan.source.id, "postponed", retry_in_s=wait_s)
 
 
 async def _fetch(
@@ -184,7 +209,7 @@ async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
     websub = WebSubView(row.websub_state, row.websub_hub, row.websub_lease_expires_at, row.websub_updated_at)
     view = _SourceView(row.id, row.feed_url, row.etag, row.last_modified, row.min_interval_s, row.max_interval_s,
                        websub, row.name, row.site_url, tuple(row.admin_fields), row.article_text)  # fmt: skip
-    return _Plan(source=view, state=_state_of(row))
+    return _Plan(source=view, state=_state_of(row), claimed_at=row.last_triggered_at)
 
 
 def _state_of(row: Any) -> CrawlState:

@@ -236,6 +236,18 @@ async def release_claims(db: Executor, claims: Sequence[tuple[int, datetime]], *
     return len(list(released))
 
 
+async def postpone_claim(db: Executor, source_id: int, *, claimed_at: datetime | None, until: datetime) -> bool:
+    """The claim made at `claimed_at` (any, without it) returns to pending, due at `until`; False when it is no
+    longer in flight."""
+    query = update(CrawlSchedule).where(
+        CrawlSchedule.source_id == source_id, CrawlSchedule.status == ClaimStatus.IN_FLIGHT
+    )
+    if claimed_at is not None:
+        query = query.where(CrawlSchedule.last_triggered_at == claimed_at)
+    values = {"status": ClaimStatus.PENDING, "claimed_by": None, "next_crawl_at": until}
+    return await db.scalar(query.values(**values).returning(CrawlSchedule.source_id)) is not None
+
+
 async def adopt_claim(db: Executor, source_id: int, *, worker_id: str, claimed_at: datetime | None) -> bool:
     """The worker about to run a claim's job holds it from now on. False when that claim (the one made at
     `claimed_at`; any, without it) is no longer in flight: released since, and perhaps claimed again."""
@@ -254,7 +266,7 @@ REFRESH_COLUMNS = (
     CrawlSchedule.articles_per_hour,
     CrawlSchedule.hourly_histogram,
     CrawlSchedule.last_fetched_at, CrawlSchedule.consecutive_failures, CrawlSchedule.gone_streak,
-    CrawlSchedule.gone_since,
+    CrawlSchedule.gone_since, CrawlSchedule.last_triggered_at,
     CrawlSchedule.throttle_streak, CrawlSchedule.circuit, CrawlSchedule.redirect_url, CrawlSchedule.redirect_streak,
 )  # fmt: skip
 
