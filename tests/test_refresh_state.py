@@ -192,3 +192,29 @@ async def test_a_politeness_wait_the_claim_outlives_is_waited_with_the_turn_rese
     assert 0 < outcome.retry_in_s <= 120
     assert (await schedule_of(services, source_id)).status == ClaimStatus.IN_FLIGHT
     assert await politeness.reserve(url, 1.0) > outcome.retry_in_s  # the turn is the deferred job's
+
+
+async def test_a_feed_moved_permanently_is_stored_at_its_normalized_url_and_never_onto_another_source(
+    services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    # given a feed that moved (301) to a URL spelled with credentials, tracking parameters and a fragment, and
+    # another whose move leads to a third source's feed under another spelling
+    feed_server.routes["/new.xml"] = Reply(200, rss(items(1)))
+    port = feed_server.url("/").split(":")[-1].rstrip("/")
+    feed_server.routes["/old.xml"] = Reply(301, b"", {
+        "Location": f"http://editor:secret@127.0.0.1:{port}/new.xml?utm_source=rss&b=2&a=1#latest"})  # fmt: skip
+    feed_server.routes["/taken.xml"] = Reply(200, rss(items(1)))
+    feed_server.routes["/taken-old.xml"] = Reply(301, b"", {"Location": "/taken.xml?utm_source=x"})
+    moved = await new_source(services, settings, feed_server.url("/old.xml"))
+    holder = await new_source(services, settings, feed_server.url("/taken.xml"))
+    stays = await new_source(services, settings, feed_server.url("/taken-old.xml"))
+
+    # when each is fetched as often as a move takes
+    for _ in range(settings.crawl_redirect_stable_after):
+        for source_id in (moved, holder, stays):
+            assert (await refresh_source(services.engine, http, settings, source_id)).status == "fetched"
+
+    # then the moved one is stored at its URL normalized, and the other stays where it was: its target is taken
+    assert (await source_of(services, moved)).feed_url == feed_server.url("/new.xml?a=1&b=2")
+    assert (await source_of(services, stays)).feed_url == feed_server.url("/taken-old.xml")
+    assert (await source_of(services, holder)).feed_url == feed_server.url("/taken.xml")
