@@ -72,7 +72,8 @@ async def refresh_source_job(
     ctx: dict[str, Any], source_id: int, attempt: int = 1, admitted: bool = False, claimed_at: datetime | None = None
 ) -> dict[str, Any]:
     """Refresh one claimed source (the claim made at `claimed_at`: none when it was made for an administrator's
-    refresh); a wait it asks for (politeness, a transient error) becomes a deferred job."""
+    refresh); a wait it asks for (politeness, a transient error) becomes a deferred job (one longer than the claim
+    can wait has returned the claim instead: `postponed`, nothing more to enqueue)."""
     services: Services = ctx["services"]
     if not await _hold_claim(ctx, source_id, claimed_at):
         count_refresh("superseded", 0)

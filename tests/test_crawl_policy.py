@@ -83,17 +83,48 @@ def test_failures_back_off_open_the_circuit_and_pause() -> None:
     assert recovered.state.consecutive_failures == 0
 
 
-def test_gone_three_times_in_a_row_is_dead() -> None:
+def gone_until_judged(state: CrawlState, start: datetime) -> list[tuple[datetime, SourceStatus]]:
+    """404s answered at each back-off, as the crawl would fetch them, until the source is no longer active."""
+    answers, now = [], start
+    while True:
+        decision = after_failure(state, POLICY, now=now, kind=FailureKind.GONE, retry_after_s=None)
+        answers.append((now, decision.source_status))
+        if decision.source_status != SourceStatus.ACTIVE or len(answers) > 1000:
+            return answers
+        state, now = decision.state, decision.next_crawl_at
+
+
+def test_a_deploys_brief_404s_kill_no_source() -> None:
+    # given a feed answering 404 three times, at 0, 2 and 6 minutes (its back-off), then its feed again
     state = CrawlState()
-    statuses = []
     for _ in range(3):
         decision = after_failure(state, POLICY, now=NOW, kind=FailureKind.GONE, retry_after_s=None)
         state = decision.state
-        statuses.append(decision.source_status)
-    assert statuses == [SourceStatus.ACTIVE, SourceStatus.ACTIVE, SourceStatus.DEAD]
-    interrupted = after_failure(replace(CrawlState(), gone_streak=2), POLICY, now=NOW, kind=FailureKind.STRIKE,
-                                retry_after_s=None)  # fmt: skip
-    assert interrupted.state.gone_streak == 0
+    # then it is still active, its streak dated from the first 404, which a success forgets
+    assert decision.source_status == SourceStatus.ACTIVE
+    assert (state.gone_streak, state.gone_since) == (3, NOW)
+    recovered = success(state, new=1)
+    assert (recovered.state.gone_streak, recovered.state.gone_since) == (0, None)
+
+
+def test_404s_alone_for_a_day_are_dead_and_not_paused_before() -> None:
+    answers = gone_until_judged(CrawlState(), NOW)
+    (last, status), statuses = answers[-1], [status for _, status in answers[:-1]]
+    assert status == SourceStatus.DEAD
+    assert NOW + timedelta(hours=24) <= last < NOW + timedelta(hours=24, minutes=65)  # at the back-off's cap
+    assert set(statuses) == {SourceStatus.ACTIVE}  # more than 10 failures in a row, and never paused
+    assert len(answers) > POLICY.pause_after_failures
+
+
+def test_a_404_streak_is_ended_by_another_error_and_mixed_failures_pause() -> None:
+    long_gone = replace(CrawlState(), consecutive_failures=20, gone_streak=20, gone_since=NOW - timedelta(days=2))
+    interrupted = after_failure(long_gone, POLICY, now=NOW, kind=FailureKind.STRIKE, retry_after_s=None)
+    assert (interrupted.state.gone_streak, interrupted.state.gone_since) == (0, None)
+    assert interrupted.source_status == SourceStatus.PAUSED  # 21 failures in a row, not all of them 404/410
+    # a streak kept before its start was recorded (gone_since unknown) starts its clock at its next 404
+    legacy = after_failure(replace(CrawlState(), gone_streak=5, consecutive_failures=5), POLICY, now=NOW,
+                           kind=FailureKind.GONE, retry_after_s=None)  # fmt: skip
+    assert (legacy.source_status, legacy.state.gone_since) == (SourceStatus.ACTIVE, NOW)
 
 
 def test_throttling_backs_off_without_a_strike() -> None:

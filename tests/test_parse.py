@@ -7,7 +7,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from app.ingest import parse as parse_module
 from app.ingest.parse import FeedParseError, TextLimits, parse_feed, strip_doctype
 from app.ingest.text import html_to_text
 from tests.feeds import Item, atom, items, rss
@@ -199,3 +202,61 @@ def test_nul_characters_lone_surrogates_and_half_open_ipv6_links_do_not_sink_a_f
     assert all(isinstance(t.encode("utf-8"), bytes) for row in texts for t in row)  # no lone surrogate left
     assert parsed.title == "J"
     assert [(e.external_id, e.url) for e in rss_feed.entries] == [("v6", None), ("g", "https://r.example/2")]
+
+
+JSON_FEED = "https://jsonfeed.org/version/1.1"
+ITEM_FIELDS = ("id", "url", "external_url", "title", "summary", "content_html", "content_text", "author", "authors",
+               "date_published", "date_modified")  # fmt: skip
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(("name", "url")), inner, max_size=2),
+    max_leaves=8,
+)
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"authors": {"name": "An object where a list is due"}},
+        {"authors": 5},
+        {"authors": "Ann"},
+        {"authors": [], "author": ["not", "an", "object"]},
+    ],
+)
+def test_a_json_feed_author_of_the_wrong_type_is_no_author(item: dict[str, object]) -> None:
+    # given a JSON Feed item whose authors are not a list of objects (KeyError: 0 and TypeError before)
+    document = {"version": JSON_FEED, "items": [{"id": "a1", "url": "https://j.example/1", "title": "T", **item}]}
+    # when it is parsed, then the item is read, without an author
+    parsed = parse(json.dumps(document).encode(), content_type="application/feed+json")
+    assert [(e.external_id, e.author) for e in parsed.entries] == [("a1", None)]
+
+
+def test_a_json_feed_nested_past_the_parsers_stack_is_unreadable() -> None:
+    body = (f'{{"version": "{JSON_FEED}", "items": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()
+    with pytest.raises(FeedParseError, match="nested too deeply") as caught:
+        parse(body, content_type="application/feed+json")
+    assert caught.value.error_class == "parse"
+
+
+@given(st.dictionaries(st.sampled_from(ITEM_FIELDS), ANY_JSON), ANY_JSON)
+def test_any_json_in_a_json_feed_is_read_or_refused_never_a_crash(item: dict[str, object], title: object) -> None:
+    document = {"version": JSON_FEED, "title": title, "home_page_url": title, "items": [item, title]}
+    try:
+        parse(json.dumps(document).encode(), content_type="application/feed+json")
+    except FeedParseError as error:  # refused as no feed, never as a parser that raised something else
+        refused = error
+    else:
+        return
+    assert refused.error_class == "parse"
+
+
+def test_whatever_a_body_makes_the_parser_raise_is_a_failed_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given a reader with a bug that some body meets (standing in for one nobody has found yet)
+    def broken(body: bytes, feed_url: str, content_type: str | None) -> None:
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(parse_module, "_read", broken)
+    # when a body is parsed, then the parse fails as such, a class of its own saying so
+    with pytest.raises(FeedParseError, match="IndexError: list index out of range") as caught:
+        parse(rss(items(1)))
+    assert caught.value.error_class == "parser_error"

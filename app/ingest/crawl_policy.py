@@ -2,7 +2,8 @@
 
 Success: the interval is the time for ~5 new articles at the source's EMA rate, shortened in its peak hours,
 clamped to its bounds, and never sooner than the publisher asked. Failure: 2^n minutes, a circuit that opens after
-5 strikes in a row (the next attempt is the half-open probe), pause after 10, death after 3 confirmed 404/410.
+5 strikes in a row (the next attempt is the half-open probe), pause after 10; death after 404/410 answers alone for
+a day (at least 3 of them): a deploy's brief 404s, three in six minutes at that back-off, kill no source.
 A 429/503 backs off without a strike.
 """
 
@@ -33,6 +34,7 @@ class CrawlPolicy:
     circuit_opens_after: int
     pause_after_failures: int
     dead_after_gone: int
+    dead_after_gone_s: float
     hint_max_s: float
     peak_max_speedup: float
     redirect_stable_after: int
@@ -46,6 +48,7 @@ class CrawlPolicy:
             circuit_opens_after=s.crawl_circuit_opens_after,
             pause_after_failures=s.crawl_pause_after_failures,
             dead_after_gone=s.crawl_dead_after_gone,
+            dead_after_gone_s=s.crawl_dead_after_gone_hours * 3600,
             hint_max_s=s.crawl_hint_max_hours * 3600,
             peak_max_speedup=s.crawl_peak_max_speedup,
             redirect_stable_after=s.crawl_redirect_stable_after,
@@ -59,6 +62,7 @@ class CrawlState:
     last_fetched_at: datetime | None = None
     consecutive_failures: int = 0
     gone_streak: int = 0
+    gone_since: datetime | None = None  # the first 404/410 of the streak
     throttle_streak: int = 0
     circuit: Circuit = Circuit.CLOSED
     redirect_url: str | None = None
@@ -130,6 +134,18 @@ def after_success(
     return Decision(new_state, now + timedelta(seconds=interval), move_feed_to=move_to)
 
 
+def after_push(state: CrawlState, policy: CrawlPolicy, *, now: datetime, new_published: list[datetime]) -> CrawlState:
+    """A hub pushed the articles published at `new_published`: they count towards the source's rate (its clock,
+    `last_fetched_at`, moves on as after a poll) and its hours. Nothing else changes: a push says nothing of whether
+    the feed's URL answers, so failures, circuit, back-off and redirect streak are the polls' alone."""
+    rate = state.articles_per_hour
+    if state.last_fetched_at is not None:
+        elapsed_h = (now - state.last_fetched_at).total_seconds() / 3600
+        rate = updated_rate(rate, len(new_published), elapsed_h, policy.rate_ema_alpha)
+    histogram = _with_new_articles(state.hourly_histogram, new_published)
+    return replace(state, articles_per_hour=rate, hourly_histogram=histogram, last_fetched_at=now)
+
+
 def _redirect(
     state: CrawlState, policy: CrawlPolicy, feed_url: str, permanent_url: str | None
 ) -> tuple[str | None, int, str | None]:
@@ -157,12 +173,24 @@ def after_failure(
         return Decision(replace(state, throttle_streak=throttles), now + timedelta(seconds=delay))
     failures = state.consecutive_failures + 1
     gone = state.gone_streak + 1 if kind is FailureKind.GONE else 0
+    gone_since = (state.gone_since or now) if gone else None  # a streak from before gone_since was kept starts now
     circuit = Circuit.OPEN if failures >= policy.circuit_opens_after else Circuit.CLOSED
-    status = SourceStatus.ACTIVE
-    if gone >= policy.dead_after_gone:
-        status = SourceStatus.DEAD
-    elif failures >= policy.pause_after_failures:
-        status = SourceStatus.PAUSED
     delay = max(failure_delay_s(failures, policy.backoff_cap_exponent), min(retry_after_s or 0.0, policy.hint_max_s))
-    new_state = replace(state, consecutive_failures=failures, gone_streak=gone, circuit=circuit, throttle_streak=0)
+    new_state = replace(state, consecutive_failures=failures, gone_streak=gone, gone_since=gone_since,
+                        circuit=circuit, throttle_streak=0)  # fmt: skip
+    status = _status_after_failure(policy, failures, gone, gone_since, now)
     return Decision(new_state, now + timedelta(seconds=delay), source_status=status)
+
+
+def _status_after_failure(
+    policy: CrawlPolicy, failures: int, gone: int, gone_since: datetime | None, now: datetime
+) -> SourceStatus:
+    """Dead once 404/410 alone have answered for `dead_after_gone_s`, at least `dead_after_gone` times. Such a streak
+    is left to that rule rather than paused after `pause_after_failures` (at the back-off's cap it would be paused
+    long before it could be confirmed); any other run of failures is."""
+    lasted_s = (now - gone_since).total_seconds() if gone_since is not None else 0.0
+    if gone >= policy.dead_after_gone and lasted_s >= policy.dead_after_gone_s:
+        return SourceStatus.DEAD
+    if failures >= policy.pause_after_failures and gone < failures:
+        return SourceStatus.PAUSED
+    return SourceStatus.ACTIVE

@@ -22,6 +22,8 @@ def read_json_feed(body: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
         raise NotJsonFeed(f"invalid JSON: {error}") from error
+    except RecursionError as error:  # arrays or objects nested deeper than the parser's stack: no feed is
+        raise NotJsonFeed("invalid JSON: nested too deeply") from error
     if not isinstance(document, dict) or "jsonfeed.org" not in str(document.get("version", "")):
         raise NotJsonFeed("JSON, but not a JSON Feed (no jsonfeed.org version)")
     items = document.get("items")
@@ -31,17 +33,23 @@ def read_json_feed(body: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def _entry(item: dict[str, Any]) -> dict[str, Any]:
-    authors = item.get("authors") or ([item["author"]] if isinstance(item.get("author"), dict) else [])
-    first_author = authors[0] if authors and isinstance(authors[0], dict) else {}
+    """Every field is checked for its type: a document is a publisher's, any JSON may stand where an object is due."""
     return {
         "id": _text(item.get("id")),
         "link": _text(item.get("url")) or _text(item.get("external_url")),
         "title": _text(item.get("title")),
         "summary": _text(item.get("summary")) or _text(item.get("content_html")) or _text(item.get("content_text")),
-        "author": _text(first_author.get("name")),
+        "author": _text(_first_author(item).get("name")),
         "published_parsed": _struct_time(item.get("date_published") or item.get("date_modified")),
         "content": [{"value": _text(item.get("content_html"))}] if _text(item.get("content_html")) else [],
     }
+
+
+def _first_author(item: dict[str, Any]) -> dict[str, Any]:
+    """JSON Feed 1.1's `authors` (a list of objects), else 1.0's `author` (an object); {} when neither is one."""
+    authors = item.get("authors")
+    first = authors[0] if isinstance(authors, list) and authors else item.get("author")
+    return first if isinstance(first, dict) else {}
 
 
 def _text(value: object) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+import logging
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -15,6 +16,7 @@ from app.ingest.jsonfeed import NotJsonFeed, looks_like_json, read_json_feed
 from app.ingest.text import html_to_text, storable
 from app.ingest.urls import InvalidUrl, normalize_url
 
+log = logging.getLogger(__name__)
 # A DOCTYPE's internal subset is where entity bombs live; feeds never need it.
 _DOCTYPE = re.compile(rb"<!DOCTYPE\s[^\[>]*(?:\[.*?\]\s*)?>", re.IGNORECASE | re.DOTALL)
 _PROLOG_BYTES = 4096
@@ -30,6 +32,13 @@ class FeedParseError(ValueError):
     error_class = "parse"
     status_code = 200  # the document arrived; it just is not a feed
     retry_after_s: float | None = None
+
+
+class ParserFailed(FeedParseError):
+    """Reading the body raised what no reader should (a bug in ours or in feedparser, met by some body): to the
+    source it is a failed parse all the same, a strike, never a job that dies and is run again at once."""
+
+    error_class = "parser_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +74,20 @@ def strip_doctype(body: bytes) -> bytes:
 def parse_feed(
     body: bytes, *, feed_url: str, content_type: str | None, fetched_at: datetime, limits: TextLimits
 ) -> ParsedFeed:
-    """Blocking: call through `asyncio.to_thread`."""
+    """Blocking: call it in the parser thread (app/ingest/parser_thread.py). Any body ends in a ParsedFeed or a
+    FeedParseError, never another exception."""
+    try:
+        return _parse_feed(body, feed_url=feed_url, content_type=content_type, fetched_at=fetched_at, limits=limits)
+    except FeedParseError:
+        raise
+    except Exception as error:  # RecursionError, KeyError, ...: whatever a body provokes, it fails this parse only
+        log.exception("parsing %d bytes of %s failed unexpectedly", len(body), feed_url)
+        raise ParserFailed(f"the parser failed on this body: {type(error).__name__}: {error}"[:500]) from error
+
+
+def _parse_feed(
+    body: bytes, *, feed_url: str, content_type: str | None, fetched_at: datetime, limits: TextLimits
+) -> ParsedFeed:
     meta, raw_entries, bozo = _read(body, feed_url, content_type)
     use_guids = guids_usable(raw_entries)
     entries: list[ParsedEntry] = []

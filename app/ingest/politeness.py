@@ -47,9 +47,10 @@ ROBOTS_ERROR_TTL_S = 600  # an unreachable robots.txt is retried after 10 minute
 _ALLOW_ALL = ""
 _UNREACHABLE = "\x00"  # a cached robots.txt that starts with it is a failure: "\x00<error class>\n<message>"
 
-# KEYS[1] bucket; ARGV rate (tokens/s), burst, back-off (s). With no back-off: reserves a token and returns the
-# seconds until it is due (as a string: Redis truncates Lua numbers to integers). With one: the bucket's clock moves
-# to the back-off's end (its tokens refill from then on), and "0" is returned.
+# KEYS[1] bucket; ARGV rate (tokens/s), burst, back-off (s), longest wait (s; negative: any). With no back-off:
+# returns {reserved, seconds until the token is due} (the seconds as a string: Redis truncates Lua numbers to
+# integers), the token reserved unless it is due later than the longest wait (the bucket then left as it was). With
+# one: the bucket's clock moves to the back-off's end (its tokens refill from then on), and "0" is returned.
 _BUCKET = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -67,9 +68,11 @@ end
 tokens = math.min(burst, tokens + (now - at) * rate) - 1
 local wait = 0
 if tokens < 0 then wait = -tokens / rate end
+local longest = tonumber(ARGV[4])
+if longest >= 0 and wait > longest then return {0, tostring(wait)} end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('EXPIRE', KEYS[1], math.ceil(wait + burst / rate) + 60)
-return tostring(wait)
+return {1, tostring(wait)}
 """
 
 
@@ -79,6 +82,7 @@ class Admission:
     wait_s: float = 0.0
     reason: str | None = None
     error_class: str | None = None  # why not: robots_disallowed, or how fetching robots.txt failed (dns, tls, ...)
+    reserved: bool = True  # False: the site's turn is further off than the caller could wait, and was not taken
 
 
 def host_key(url: str) -> str:
@@ -96,8 +100,10 @@ class Politeness:
         self._take_slot = redis.register_script(TAKE_LEASE)
         self._fetching: dict[str, asyncio.Task[str]] = {}  # one robots.txt fetch per origin at a time in this worker
 
-    async def admit(self, url: str) -> Admission:
-        """May `url` be fetched, and after how long: robots.txt first, then the site's rate (and back-off)."""
+    async def admit(self, url: str, *, longest_wait_s: float | None = None) -> Admission:
+        """May `url` be fetched, and after how long: robots.txt first, then the site's rate (and back-off). A turn
+        due later than `longest_wait_s` is not reserved (`reserved` False): a caller that cannot wait so long must
+        not hold up the site's other requests with a turn it would never use."""
         text = await self._robots_text(host_key(url))
         if text.startswith(_UNREACHABLE):
             error_class, _, message = text[1:].partition("\n")
@@ -109,19 +115,30 @@ class Politeness:
         delay = robots.crawl_delay(ROBOTS_AGENT)
         if delay:
             rate = min(rate, 1.0 / float(delay))
-        return Admission(True, wait_s=await self.reserve(url, rate))
+        wait, reserved = await self._reserve(url, rate, longest_wait_s)
+        return Admission(True, wait_s=wait, reserved=reserved)
 
     async def reserve(self, url: str, rate: float) -> float:
         """Seconds until the request this reserves may go to `url`'s site."""
-        wait = await self._bucket(keys=[_bucket_key(url)], args=[rate, self._settings.politeness_burst, 0])
-        return float(wait)
+        wait, _ = await self._reserve(url, rate, None)
+        return wait
+
+    async def _reserve(self, url: str, rate: float, longest_wait_s: float | None) -> tuple[float, bool]:
+        """(seconds until the site's next turn, whether it was reserved: not when due later than `longest_wait_s`)."""
+        longest = -1.0 if longest_wait_s is None else max(longest_wait_s, 0.0)
+        reserved, wait = await self._bucket(
+            keys=[_bucket_key(url)], args=[rate, self._settings.politeness_burst, 0, longest]
+        )
+        return float(wait), bool(reserved)
 
     async def back_off(self, url: str, seconds: float | None) -> None:
         """The site answered 429/503: no request goes to it for `seconds` (its Retry-After; the default back-off
         when it gave none), from any worker, for any of its hosts."""
         seconds = min(seconds or self._settings.politeness_back_off_seconds, self._settings.crawl_hint_max_hours * 3600)
         rate = self._settings.politeness_requests_per_second
-        await self._bucket(keys=[_bucket_key(url)], args=[rate, self._settings.politeness_burst, max(seconds, 0.001)])
+        await self._bucket(
+            keys=[_bucket_key(url)], args=[rate, self._settings.politeness_burst, max(seconds, 0.001), -1]
+        )
         log.info("site %s backs off for %.0f s", site_of(url), seconds)
 
     @contextlib.asynccontextmanager

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import httpx
@@ -22,13 +22,23 @@ from app.articles.fingerprints import content_hash
 from app.extraction.repository import save_feed_texts
 from app.extraction.text import ExtractedArticle, feed_text
 from app.ingest.addresses import AddressRefused, url_target
-from app.ingest.crawl_policy import Bounds, CrawlPolicy, CrawlState, Decision, FailureKind, after_failure, after_success
+from app.ingest.crawl_policy import (
+    Bounds,
+    CrawlPolicy,
+    CrawlState,
+    Decision,
+    FailureKind,
+    after_failure,
+    after_push,
+    after_success,
+)
 from app.ingest.events import announce_articles_added
 from app.ingest.fetch import FetchedFeed, FetchError, FetchPolicy, fetch_feed, refused
 from app.ingest.hints import publisher_delay_s
 from app.ingest.parse import FeedParseError, ParsedEntry, ParsedFeed, TextLimits, parse_feed
 from app.ingest.parser_thread import in_parser_thread
 from app.ingest.politeness import Politeness
+from app.ingest.urls import InvalidUrl, normalize_url
 from app.observability.work import count_fetch_failure
 from app.places.outlets import infer
 from app.settings import Settings
@@ -45,10 +55,11 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class RefreshOutcome:
     source_id: int
-    status: str  # fetched | not_modified | failed | skipped | retry | deferred
+    status: str  # fetched | not_modified | failed | skipped | retry | deferred | postponed
     new_article_ids: list[int] = field(default_factory=list)
     error_class: str | None = None
-    retry_in_s: float | None = None  # retry / deferred: run the refresh again after this long
+    retry_in_s: float | None = None  # retry / deferred: run the refresh again after this long (postponed: the claim
+    # was returned instead, the source due again then)
     subscribe: Discovery | None = None  # a WebSub hub to subscribe to, after commit
     article_text_ids: list[int] = field(default_factory=list)  # new articles whose page to fetch for their text
 
@@ -74,6 +85,7 @@ class _SourceView:
 class _Plan:
     source: _SourceView
     state: CrawlState
+    claimed_at: datetime | None = None  # when the source's current claim was made (it names the claim)
 
 
 async def refresh_source(
@@ -95,10 +107,13 @@ async def refresh_source(
     except AddressRefused as refusal:
         return await _fail(db, settings, plan, refused(refusal), FailureKind.STRIKE)
     if politeness is not None and not admitted:
-        admission = await politeness.admit(plan.source.feed_url)
+        longest = longest_claimed_wait_s(settings, plan.claimed_at, datetime.now(UTC))
+        admission = await politeness.admit(plan.source.feed_url, longest_wait_s=longest)
         if not admission.allowed:
             error = FetchError(admission.error_class or "robots_disallowed", admission.reason or "disallowed")
             return await _fail(db, settings, plan, error, FailureKind.STRIKE)
+        if not admission.reserved:
+            return await _postpone(db, plan, admission.wait_s)
         if admission.wait_s > 0:
             return RefreshOutcome(source_id, "deferred", retry_in_s=admission.wait_s)
     fetched_at = datetime.now(UTC)
@@ -119,6 +134,26 @@ async def refresh_source(
     return await _ingest(db, settings, plan, fetched, fetched_at)
 
 
+def longest_claimed_wait_s(settings: Settings, claimed_at: datetime | None, now: datetime) -> float:
+    """The longest politeness wait a refresh takes with its source's claim held: what is left of half the in-flight
+    timeout, the other half for the deferred job to start, fetch and retry before the claim is thought abandoned
+    (released, and its job superseded when it runs)."""
+    held_s = (now - claimed_at).total_seconds() if claimed_at is not None else 0.0
+    return max(settings.crawl_in_flight_timeout_minutes * 60 / 2 - held_s, 0.0)
+
+
+async def _postpone(db: AsyncEngine, plan: _Plan, wait_s: float) -> RefreshOutcome:
+    """The site's next turn is further off than the claim can wait: the claim is returned, the source due when that
+    turn comes, and no turn is taken. (A turn reserved for a job that its claim's release then supersedes is lost,
+    and holds back every other request to the site: on a site of many feeds and a low rate, turns reserved further
+    and further off, all lost, until none of its feeds is fetched at all.)"""
+    until = datetime.now(UTC) + timedelta(seconds=wait_s)
+    async with db.begin() as connection:
+        await sources.postpone_claim(connection, plan.source.id, claimed_at=plan.claimed_at, until=until)
+    log.info("source %s: its site's next turn is %.0f s off, past its claim: due again then", plan.source.id, wait_s)
+    return RefreshOutcome(plan.source.id, "postponed", retry_in_s=wait_s)
+
+
 async def _fetch(
     http: httpx.AsyncClient, settings: Settings, source: _SourceView, politeness: Politeness | None, now: datetime
 ) -> FetchedFeed | None:
@@ -135,7 +170,10 @@ async def ingest_body(
     body: bytes,
     content_type: str | None = None,
 ) -> RefreshOutcome:
-    """A feed document that arrived without a fetch (a WebSub push, a replay): parsed and stored as if fetched."""
+    """A feed document a hub pushed: parsed and stored as if fetched, but only the rate and the hours it counts towards
+    change in the source's crawl state. A push is no poll: it says nothing of whether the feed's URL answers, and it
+    may come while a refresh holds the source's claim, so the claim, the failures, the circuit, the redirect streak
+    and the next poll are left as the polls made them (a body that does not parse is logged, and no strike)."""
     plan = await _load_plan(db, source_id)
     if plan is None:
         return RefreshOutcome(source_id, "skipped")
@@ -143,18 +181,20 @@ async def ingest_body(
     fetched = FetchedFeed(status_code=200, final_url=plan.source.feed_url, body=body, content_type=content_type,
                           etag=plan.source.etag, last_modified=plan.source.last_modified, duration_ms=0,
                           headers=headers)  # fmt: skip
-    return await _ingest(db, settings, plan, fetched, datetime.now(UTC))
+    return await _ingest(db, settings, plan, fetched, datetime.now(UTC), push=True)
 
 
 async def _ingest(
-    db: AsyncEngine, settings: Settings, plan: _Plan, fetched: FetchedFeed, now: datetime
+    db: AsyncEngine, settings: Settings, plan: _Plan, fetched: FetchedFeed, now: datetime, *, push: bool = False
 ) -> RefreshOutcome:
     try:
         parsed = None if fetched.not_modified else await in_parser_thread(_parse, fetched, settings, now)
     except FeedParseError as error:
+        if push:
+            return await _push_unreadable(db, settings, plan, error, fetched)
         return await _fail(db, settings, plan, error, FailureKind.STRIKE, unreadable=fetched)
     async with db.begin() as connection:
-        return await _store_success(connection, settings, plan, fetched, parsed, now)
+        return await _store_success(connection, settings, plan, fetched, parsed, now, push=push)
 
 
 async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
@@ -170,7 +210,7 @@ async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
     websub = WebSubView(row.websub_state, row.websub_hub, row.websub_lease_expires_at, row.websub_updated_at)
     view = _SourceView(row.id, row.feed_url, row.etag, row.last_modified, row.min_interval_s, row.max_interval_s,
                        websub, row.name, row.site_url, tuple(row.admin_fields), row.article_text)  # fmt: skip
-    return _Plan(source=view, state=_state_of(row))
+    return _Plan(source=view, state=_state_of(row), claimed_at=row.last_triggered_at)
 
 
 def _state_of(row: Any) -> CrawlState:
@@ -180,6 +220,7 @@ def _state_of(row: Any) -> CrawlState:
         last_fetched_at=row.last_fetched_at,
         consecutive_failures=row.consecutive_failures,
         gone_streak=row.gone_streak,
+        gone_since=row.gone_since,
         throttle_streak=row.throttle_streak,
         circuit=row.circuit,
         redirect_url=row.redirect_url,
@@ -187,30 +228,43 @@ def _state_of(row: Any) -> CrawlState:
     )
 
 
-async def _apply(
-    connection: AsyncConnection,
-    source: _SourceView,
-    decision: Decision,
-    fetch_log: dict[str, object],
-    last_error: str | None = None,
-    validators: dict[str, str | None] | None = None,
-) -> int:
-    """Write a decision and its fetch log row (its id returned); the source row only when it changes."""
+def _polled(decision: Decision, last_error: str | None = None) -> dict[str, object]:
+    """The schedule row after a poll: the whole crawl state, the claim released, the next poll."""
     state = decision.state
-    schedule: dict[str, object] = {
-        "articles_per_hour": state.articles_per_hour, "hourly_histogram": list(state.hourly_histogram),
-        "last_fetched_at": state.last_fetched_at, "consecutive_failures": state.consecutive_failures,
-        "gone_streak": state.gone_streak, "throttle_streak": state.throttle_streak, "circuit": state.circuit,
+    return {
+        **_counted(state), "consecutive_failures": state.consecutive_failures,
+        "gone_streak": state.gone_streak, "gone_since": state.gone_since, "throttle_streak": state.throttle_streak,
+        "circuit": state.circuit,
         "redirect_url": state.redirect_url, "redirect_streak": state.redirect_streak, "last_error": last_error,
         "status": ClaimStatus.PENDING, "next_crawl_at": decision.next_crawl_at,
     }  # fmt: skip
+
+
+def _counted(state: CrawlState) -> dict[str, object]:
+    """The schedule row's article counters: all a push changes."""
+    return {"articles_per_hour": state.articles_per_hour, "hourly_histogram": list(state.hourly_histogram),
+            "last_fetched_at": state.last_fetched_at}  # fmt: skip
+
+
+async def _apply(
+    connection: AsyncConnection,
+    source: _SourceView,
+    schedule: dict[str, object],
+    fetch_log: dict[str, object],
+    *,
+    decision: Decision | None = None,  # a poll's: the source's status and a move of its feed URL follow it
+    validators: dict[str, str | None] | None = None,
+) -> int:
+    """Write a schedule row, its fetch log row (its id returned), and the source row only when it changes."""
     changes: dict[str, object] = {k: v for k, v in (validators or {}).items() if v != getattr(source, k)}
-    if decision.source_status != SourceStatus.ACTIVE:
-        log.warning("source %s (%s) is now %s: %s", source.id, source.feed_url, decision.source_status, last_error)
+    if decision is not None and decision.source_status != SourceStatus.ACTIVE:
+        log.warning("source %s (%s) is now %s: %s", source.id, source.feed_url, decision.source_status,
+                    schedule.get("last_error"))  # fmt: skip
         changes["status"] = decision.source_status
-    if decision.move_feed_to and not await sources.feed_url_taken(connection, decision.move_feed_to):
-        log.info("source %s moved permanently: %s -> %s", source.id, source.feed_url, decision.move_feed_to)
-        changes.update(feed_url=decision.move_feed_to, etag=None, last_modified=None)
+    move_to = decision.move_feed_to if decision is not None else None
+    if move_to and not await sources.feed_url_taken(connection, move_to):
+        log.info("source %s moved permanently: %s -> %s", source.id, source.feed_url, move_to)
+        changes.update(feed_url=move_to, etag=None, last_modified=None)
     if changes.get("site_url"):  # the feed's own link: where an outlet nobody placed is, when its domain says
         await sources.place_inferred_outlet(
             connection, source.id, infer(str(changes["site_url"]), source.feed_url, None)
@@ -244,27 +298,22 @@ async def _store_success(
     fetched: FetchedFeed,
     parsed: ParsedFeed | None,
     now: datetime,
+    *,
+    push: bool = False,
 ) -> RefreshOutcome:
     source = plan.source
     entries = parsed.entries if parsed else []
     rows = article_rows(source.id, entries)
     inserted = await articles.insert_new(connection, rows)
     pages = await _store_texts(connection, settings, source, entries, inserted)
-    bounds = Bounds(source.min_interval_s, source.max_interval_s)
-    if pushed(source.websub, now):  # the hub brings new entries; polling is only a safety net
-        bounds = Bounds(int(settings.websub_poll_hours * 3600), int(settings.websub_poll_hours * 3600))
     found = discover(fetched.links, parsed.links if parsed else {}, source.feed_url)
-    decision = after_success(
-        plan.state,
-        bounds,
-        CrawlPolicy.from_settings(settings),
-        now=now,
-        new_published=[a.published_at for a in inserted],
-        document_published=[e.published_at for e in entries],
-        publisher_delay_s=publisher_delay_s(fetched.hints, parsed.ttl_minutes if parsed else None, now),
-        feed_url=source.feed_url,
-        permanent_url=fetched.permanent_url,
-    )
+    new_published = [a.published_at for a in inserted]
+    policy = CrawlPolicy.from_settings(settings)
+    decision = None if push else _after_poll(settings, policy, plan, fetched, parsed, now, new_published)
+    if decision is None:  # a push: its articles counted, the rest of the crawl state left to the polls
+        schedule = _counted(after_push(plan.state, policy, now=now, new_published=new_published))
+    else:
+        schedule = _polled(decision)
     validators = None if fetched.not_modified else {"etag": fetched.etag, "last_modified": fetched.last_modified,
                                                     **_identity(source, parsed)}  # fmt: skip
     fetch_log: dict[str, object] = {
@@ -273,12 +322,50 @@ async def _store_success(
         "error_class": "parse_recovered" if parsed and parsed.bozo else None,
         "error_message": parsed.bozo if parsed else None,
     }  # fmt: skip
-    fetch_id = await _apply(connection, source, decision, fetch_log, validators=validators)
+    fetch_id = await _apply(connection, source, schedule, fetch_log, decision=decision, validators=validators)
     await archive.keep(connection, settings, fetch_id, source.id, fetched, [a.id for a in inserted])
     await announce_articles_added(connection, source.id, [a.id for a in inserted])
     status = "not_modified" if fetched.not_modified else "fetched"
     subscribe = found if wants_subscription(source.websub, found, settings, now) else None
     return RefreshOutcome(source.id, status, [a.id for a in inserted], subscribe=subscribe, article_text_ids=pages)
+
+
+def _after_poll(
+    settings: Settings,
+    policy: CrawlPolicy,
+    plan: _Plan,
+    fetched: FetchedFeed,
+    parsed: ParsedFeed | None,
+    now: datetime,
+    new_published: list[datetime],
+) -> Decision:
+    source = plan.source
+    bounds = Bounds(source.min_interval_s, source.max_interval_s)
+    if pushed(source.websub, now):  # the hub brings new entries; polling is only a safety net
+        bounds = Bounds(int(settings.websub_poll_hours * 3600), int(settings.websub_poll_hours * 3600))
+    return after_success(
+        plan.state,
+        bounds,
+        policy,
+        now=now,
+        new_published=new_published,
+        document_published=[e.published_at for e in (parsed.entries if parsed else [])],
+        publisher_delay_s=publisher_delay_s(fetched.hints, parsed.ttl_minutes if parsed else None, now),
+        feed_url=source.feed_url,
+        permanent_url=_moved_to(fetched.permanent_url),
+    )
+
+
+def _moved_to(permanent_url: str | None) -> str | None:
+    """Where the feed's permanent redirects lead, spelled as stored feed URLs are (normalized: no credentials, no
+    fragment, no tracking parameters), so that it compares with them: the move of a feed onto another spelling of
+    itself, or of a source's, is seen as such. None when it is no http(s) URL."""
+    if permanent_url is None:
+        return None
+    try:
+        return normalize_url(permanent_url)
+    except InvalidUrl:
+        return None
 
 
 async def _store_texts(
@@ -329,9 +416,23 @@ async def _fail(
     )  # fmt: skip
     async with db.begin() as connection:
         last_error = f"{error.error_class}: {error}"[:2000]
-        fetch_id = await _apply(connection, plan.source, decision, _error_log(error), last_error=last_error)
+        fetch_id = await _apply(connection, plan.source, _polled(decision, last_error), _error_log(error),
+                                decision=decision)  # fmt: skip
         if unreadable is not None:
             await archive.keep(connection, settings, fetch_id, plan.source.id, unreadable, [])
+    return RefreshOutcome(plan.source.id, "failed", error_class=error.error_class)
+
+
+async def _push_unreadable(
+    db: AsyncEngine, settings: Settings, plan: _Plan, error: FeedParseError, body: FetchedFeed
+) -> RefreshOutcome:
+    """A pushed body that does not parse: logged and archived, no strike (the feed's own URL may answer well)."""
+    log.warning("source %s (%s): a pushed body failed: %s: %s", plan.source.id, plan.source.feed_url,
+                error.error_class, error)  # fmt: skip
+    count_fetch_failure("feed", error.error_class)
+    async with db.begin() as connection:
+        fetch_id = await _apply(connection, plan.source, {}, _error_log(error))
+        await archive.keep(connection, settings, fetch_id, plan.source.id, body, [])
     return RefreshOutcome(plan.source.id, "failed", error_class=error.error_class)
 
 

@@ -21,8 +21,9 @@ JOB_SECONDS = Histogram("newsagg_job_duration_seconds", "Worker jobs, start to e
 JOB_FAILURES = Counter("newsagg_job_failures", "Worker jobs that raised or were cut off, by job.", ["job"])
 FETCHES = Counter(
     "newsagg_fetches",
-    "Source refreshes by outcome: fetched, not_modified, failed, retry, deferred, skipped, superseded.", ["outcome"],
-)  # fmt: skip
+    "Source refreshes by outcome: fetched, not_modified, failed, retry, deferred, postponed, skipped, superseded.",
+    ["outcome"],
+)
 FETCH_FAILURES = Counter(
     "newsagg_fetch_failures",
     "Failed fetches by what was fetched (feed, robots) and why: dns, connect, tls, timeout, protocol, http_status, "

@@ -37,7 +37,18 @@ class CrawlSettings(BaseSettings):
     crawl_backoff_cap_exponent: int = Field(default=6, description="Failure back-off = 2^min(failures, cap) min.")
     crawl_circuit_opens_after: int = Field(default=5, description="Consecutive failures that open a source's circuit.")
     crawl_pause_after_failures: int = Field(default=10, description="Consecutive failures that pause a source.")
-    crawl_dead_after_gone: int = Field(default=3, description="Consecutive 404/410 answers that mark a source dead.")
+    crawl_dead_after_gone: int = Field(
+        default=3,
+        description="Consecutive 404/410 answers (over at least NEWSAGG_CRAWL_DEAD_AFTER_GONE_HOURS) that mark a "
+        "source dead.",
+    )
+    crawl_dead_after_gone_hours: float = Field(
+        default=24,
+        ge=0,
+        description="A source answering only 404/410 is dead once the first of them is this old (and there have been "
+        "NEWSAGG_CRAWL_DEAD_AFTER_GONE): a deploy's brief 404s kill no source. Until then it is fetched at the failure "
+        "back-off and not paused; a success or another error ends the streak.",
+    )
     crawl_hint_max_hours: float = Field(
         default=24, description="Longest wait a publisher hint (Retry-After, max-age, Expires, <ttl>) can impose."
     )

@@ -123,6 +123,7 @@ class CrawlSchedule(Base):
     last_fetched_at: Mapped[datetime | None]
     consecutive_failures: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     gone_streak: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    gone_since: Mapped[datetime | None]  # the first 404/410 of the current gone streak
     throttle_streak: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     redirect_url: Mapped[str | None] = mapped_column(Text)
     redirect_streak: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))

@@ -177,7 +177,7 @@ async def reactivate(session: AsyncSession, source_id: int) -> None:
     await session.execute(
         update(CrawlSchedule)
         .where(CrawlSchedule.source_id == source_id)
-        .values(consecutive_failures=0, gone_streak=0, throttle_streak=0, circuit=Circuit.CLOSED)
+        .values(consecutive_failures=0, gone_streak=0, gone_since=None, throttle_streak=0, circuit=Circuit.CLOSED)
     )
 
 
@@ -236,6 +236,18 @@ async def release_claims(db: Executor, claims: Sequence[tuple[int, datetime]], *
     return len(list(released))
 
 
+async def postpone_claim(db: Executor, source_id: int, *, claimed_at: datetime | None, until: datetime) -> bool:
+    """The claim made at `claimed_at` (any, without it) returns to pending, due at `until`; False when it is no
+    longer in flight."""
+    query = update(CrawlSchedule).where(
+        CrawlSchedule.source_id == source_id, CrawlSchedule.status == ClaimStatus.IN_FLIGHT
+    )
+    if claimed_at is not None:
+        query = query.where(CrawlSchedule.last_triggered_at == claimed_at)
+    values = {"status": ClaimStatus.PENDING, "claimed_by": None, "next_crawl_at": until}
+    return await db.scalar(query.values(**values).returning(CrawlSchedule.source_id)) is not None
+
+
 async def adopt_claim(db: Executor, source_id: int, *, worker_id: str, claimed_at: datetime | None) -> bool:
     """The worker about to run a claim's job holds it from now on. False when that claim (the one made at
     `claimed_at`; any, without it) is no longer in flight: released since, and perhaps claimed again."""
@@ -254,6 +266,7 @@ REFRESH_COLUMNS = (
     CrawlSchedule.articles_per_hour,
     CrawlSchedule.hourly_histogram,
     CrawlSchedule.last_fetched_at, CrawlSchedule.consecutive_failures, CrawlSchedule.gone_streak,
+    CrawlSchedule.gone_since, CrawlSchedule.last_triggered_at,
     CrawlSchedule.throttle_streak, CrawlSchedule.circuit, CrawlSchedule.redirect_url, CrawlSchedule.redirect_streak,
 )  # fmt: skip
 
@@ -273,17 +286,19 @@ async def record_fetch(
     fetch_log: dict[str, object],
     source_changes: dict[str, object],
 ) -> int:
-    """The bookkeeping of one fetch in one statement: the schedule row (its claim released), the fetch log row (its
-    id returned), the source row when it changed. The transaction then commits without waiting for the WAL flush: ingest
-    writes are replayable (a crash loses at most the last moment of it, and the next fetch stores it again)."""
+    """The bookkeeping of one fetch in one statement: the schedule row (its claim released; a push changes only its
+    counters, and a push that did not parse none), the fetch log row (its id returned), the source row when it
+    changed. The transaction then commits without waiting for the WAL flush: ingest writes are replayable (a crash
+    loses at most the last moment of it, and the next fetch stores it again)."""
     durability = select(func.set_config("synchronous_commit", "off", True).label("setting")).cte("durability")
-    ctes = [
-        update(CrawlSchedule).where(CrawlSchedule.source_id == source_id).values(**schedule).cte("schedule_row"),
-        insert(FetchLog).values(source_id=source_id, **fetch_log).returning(FetchLog.id).cte("fetch_log_row"),
-    ]
+    schedule_row = update(CrawlSchedule).where(CrawlSchedule.source_id == source_id).values(**schedule)
+    fetch_log_row = (
+        insert(FetchLog).values(source_id=source_id, **fetch_log).returning(FetchLog.id).cte("fetch_log_row")
+    )
+    ctes = [schedule_row.cte("schedule_row")] if schedule else []
+    ctes.append(fetch_log_row)
     if source_changes:
         ctes.append(update(Source).where(Source.id == source_id).values(**source_changes).cte("source_row"))
-    fetch_log_row = ctes[1]
     query = select(fetch_log_row.c.id).select_from(durability.join(fetch_log_row, true())).add_cte(*ctes)
     return int((await session.execute(query)).scalar_one())
 
