@@ -72,7 +72,8 @@ class Subscription:
     @strawberry.subscription(description="Your new in-app notifications as they are written, each once, none lost "
                                          "while Redis is away (sign in over connection_init). `after`: the last "
                                          "notification you received, to resume after a reconnect: those written "
-                                         "since come first (the newest 500 at most).")  # fmt: skip
+                                         "since come first (the newest 500 at most). Signing out (or revoking the "
+                                         "API key) ends it with UNAUTHENTICATED.")  # fmt: skip
     async def notification_added(
         self, info: Info, after: relay.GlobalID | None = None
     ) -> AsyncGenerator[NotificationNode, None]:
