@@ -14,10 +14,17 @@ from app.notifications.fanout import fan_out
 from app.services import Services
 from app.settings import Settings
 from tests.alerts import until_subscribed
-from tests.conftest import NODE_TOOLS, GraphQLClient, document, next_message, serve_api, subscribe_message
+from tests.conftest import (
+    NODE_TOOLS,
+    GraphQLClient,
+    document,
+    next_message,
+    serve_api,
+    subscribe_message,
+    ws_connection,
+)
 from tests.newsroom import add_breaking_event, log_in, sign_up
 from tests.test_graphql_ws_client import lines
-from tests.test_websocket_operations import signed_in_ws
 
 
 async def credential(gql: GraphQLClient, kind: str) -> tuple[str, Any]:
@@ -47,7 +54,7 @@ async def test_after_signing_out_the_next_notification_is_not_sent_and_the_subsc
     api_url: str, gql: GraphQLClient, services: Services, settings: Settings, kind: str
 ) -> None:
     secret, revoke = await credential(gql, kind)
-    async with signed_in_ws(api_url, secret) as ws:
+    async with ws_connection(api_url, token=secret) as ws:
         await ws.send(subscribe_message("live", document("NotificationAdded")))
         await until_subscribed(services, 1)
         await breaking_notification(services, settings, 1)
@@ -69,7 +76,10 @@ async def test_an_idle_subscription_ends_within_a_keepalive_interval_and_not_for
     quick = settings.model_copy(update={"ws_keepalive_seconds": 0.5})
     token = await sign_up(gql, "idle@example.com")
     other_session = (await log_in(gql, "idle@example.com"))["token"]
-    async with serve_api(quick, dataclasses.replace(services, settings=quick)) as url, signed_in_ws(url, token) as ws:
+    async with (
+        serve_api(quick, dataclasses.replace(services, settings=quick)) as url,
+        ws_connection(url, token=token) as ws,
+    ):
         await ws.send(subscribe_message("live", document("NotificationAdded")))
         await until_subscribed(services, 1)
         await gql.as_(other_session).run("LogOut")  # another session of the same reader: this one goes on

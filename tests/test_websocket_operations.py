@@ -1,35 +1,20 @@
 """Queries and mutations over one long-lived WebSocket each run as a request over HTTP does: with loaders of their own,
-so a socket never reads what an earlier operation on it cached, and operations running at once keep their own."""
+so a socket never reads what an earlier operation on it cached, nor what a subscription running beside it loaded."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
-
-import websockets
 
 from app.articles.repository import NewArticle, insert_new
 from app.ingest.events import ARTICLES_ADDED, announce_articles_added
 from app.outbox.relay import relay_all
 from app.services import Services
 from app.settings import Settings
-from tests.conftest import GraphQLClient, document, next_message, subscribe_message, until_listening
+from tests.conftest import GraphQLClient, document, next_message, subscribe_message, until_listening, ws_connection
 from tests.newsroom import add_source, administrator, global_id
 
 RENAME = {"name": "Renamed Outlet"}
-
-
-@contextlib.asynccontextmanager
-async def signed_in_ws(api_url: str, token: str) -> AsyncIterator[Any]:
-    """A graphql-transport-ws connection signed in with `token` over connection_init, acknowledged."""
-    url = api_url.replace("http://", "ws://") + "/graphql"
-    async with websockets.connect(url, subprotocols=["graphql-transport-ws"]) as ws:  # type: ignore[list-item]
-        await ws.send(json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}}))
-        assert json.loads(await ws.recv())["type"] == "connection_ack"
-        yield ws
 
 
 async def answer(ws: Any, id: str, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -48,7 +33,7 @@ async def test_a_query_after_a_mutation_on_the_same_socket_reads_the_change(api_
                                                                             settings: Settings) -> None:  # fmt: skip
     admin = await administrator(gql, services)
     source = global_id("Source", await add_source(services, settings, "Outlet"))
-    async with signed_in_ws(api_url, admin.token or "") as ws:
+    async with ws_connection(api_url, token=admin.token) as ws:
         assert (await answer(ws, "1", document("Source"), {"id": source}))["source"]["name"] == "Outlet"
         renamed = await answer(ws, "2", document("SourceUpdate"), {"id": source, "input": RENAME})
         assert renamed["sourceUpdate"]["source"]["name"] == RENAME["name"]
@@ -63,7 +48,7 @@ async def test_a_query_beside_a_running_subscription_does_not_read_through_the_e
     async with services.db.begin() as session:
         [article] = await insert_new(session, [NewArticle(source_id, "a1", "https://outlet.example/a1", "Headline", "",
                                                           None, datetime.now(UTC), 0)])  # fmt: skip
-    async with signed_in_ws(api_url, admin.token or "") as ws:
+    async with ws_connection(api_url, token=admin.token) as ws:
         await ws.send(subscribe_message("live", document("ArticleAdded")))
         await until_listening(services, ARTICLES_ADDED)
         async with services.engine.begin() as connection:
