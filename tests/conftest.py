@@ -310,13 +310,15 @@ def feed_server() -> Iterator[Any]:
 
 
 @contextlib.asynccontextmanager
-async def ws_connection(api_url: str, origin: str | None = None) -> AsyncIterator[Any]:
-    """A graphql-transport-ws connection, acknowledged; the caller sends and reads the messages itself."""
+async def ws_connection(api_url: str, origin: str | None = None, token: str | None = None) -> AsyncIterator[Any]:
+    """A graphql-transport-ws connection (signed in with `token` over connection_init, if given), acknowledged; the
+    caller sends and reads the messages itself."""
     url = api_url.replace("http://", "ws://") + "/graphql"
     headers = {"Origin": origin} if origin else {}
+    init = {"type": "connection_init", "payload": {"authorization": f"Bearer {token}"} if token else {}}
     async with websockets.connect(url, subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
                                   additional_headers=headers) as ws:  # fmt: skip
-        await ws.send(json.dumps({"type": "connection_init"}))
+        await ws.send(json.dumps(init))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
         yield ws
 

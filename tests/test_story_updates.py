@@ -9,8 +9,11 @@ import zlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
+from app.api import subscriptions
+from app.api.types import story_update
 from app.articles.repository import NewArticle, insert_new
 from app.outbox import repository as outbox
 from app.outbox.models import OutboxEvent
@@ -152,3 +155,25 @@ async def test_the_relay_publishes_every_pending_update_and_breaking_news_first(
         first = await asyncio.wait_for(pubsub.get_message(timeout=5), 6)
     assert first["channel"] == channel_of(services.redis, BREAKING_TOPIC).encode()
     await pubsub.aclose()
+
+
+async def test_an_update_published_while_the_subscription_starts_is_not_missed(api_url: str, services: Services,
+                                                                              settings: Settings,
+                                                                              monkeypatch: pytest.MonkeyPatch
+                                                                              ) -> None:  # fmt: skip
+    [fed_id] = set((await cluster_articles(services.engine, await articles(services, settings, FED, range(2)))
+                    ).values())  # fmt: skip
+    read_at_subscribe = story_update.current_story
+
+    async def read_then_articles_join(services: Services, story_id: int) -> StoryCluster | None:
+        """The story read at subscribe time; then, before anything else, an outlet joins it and the relay publishes."""
+        story = await read_at_subscribe(services, story_id)
+        await cluster_articles(services.engine, await articles(services, settings, FED, range(2, 3)))
+        assert await publish_outbox(services) == 1
+        return story
+
+    monkeypatch.setattr(subscriptions, "current_story", read_then_articles_join)
+    stream = subscribe_ws(api_url, document("StoryUpdated"), {"id": story_gid(fed_id)})
+    update = await next_data(stream)
+    assert (update["articleCount"], update["sourceCount"]) == (3, 3)
+    await stream.aclose()

@@ -78,20 +78,21 @@ CREDENTIALS = Credentials()
 
 
 async def viewer_of(context: Context) -> User | None:
-    """Over HTTP, resolved once per request. A WebSocket's context lives as long as the connection and serves every
-    operation on it, so there the credential is checked again for each operation: signing out ends what the open
-    socket may do."""
+    """Over HTTP, resolved once per request. On a WebSocket the credential is the connection's, so there it is
+    checked again for each operation, and a reader's own subscription checks it as it goes (app/api/live_auth.py):
+    signing out ends what the open socket may do."""
     per_request = not isinstance(context.connection_params, dict)
     if per_request and _VIEWER in context.extra:
         remembered: User | None = context.extra[_VIEWER]
         return remembered
-    user = await _authenticated(context)
+    user = await authenticated(context)
     if per_request:
         context.extra[_VIEWER] = user
     return user
 
 
-async def _authenticated(context: Context) -> User | None:
+async def authenticated(context: Context) -> User | None:
+    """Who the credential `context` carries names now (through the process's cache), or None."""
     token = bearer(context)
     if not token:
         return None

@@ -11,6 +11,7 @@ from strawberry import relay
 from app.api.auth import require_viewer
 from app.api.context import Info
 from app.api.errors import BadRequest, bad_argument
+from app.api.live_auth import while_signed_in
 from app.api.relay import after_id_key, build_connection, id_of, page_size
 from app.api.types.notification import AlertRulesInfo, DeliveryInfo, NotificationNode, WebhookEndpointInfo
 from app.notifications import inbox, live
@@ -69,9 +70,11 @@ async def dead_deliveries(info: Info, first: int | None = None,
 
 
 async def new_notifications(info: Info, after: relay.GlobalID | None) -> AsyncGenerator[NotificationNode, None]:
-    """The signed-in reader's new in-app notifications, each once (app/notifications/live.py)."""
+    """The signed-in reader's new in-app notifications, each once (app/notifications/live.py), until they sign out:
+    their credential is checked again before each notification and at each keep-alive interval."""
     user = await require_viewer(info)
     resumed = id_of(after, "Notification", "after") if after is not None else None
     services = info.context.services
-    async for row in live.new_notifications(services.notifications, user.id, after=resumed):
+    rows = live.new_notifications(services.notifications, user.id, after=resumed)
+    async for row in while_signed_in(info.context, user, rows, services.settings.ws_keepalive_seconds):
         yield NotificationNode.from_model(row)

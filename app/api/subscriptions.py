@@ -26,7 +26,8 @@ from app.stories.velocity import BREAKING_TOPIC
 
 def _resolving(info: Info, event: dict[str, Any] | None) -> None:
     """What a subscription yields for an event resolves with that event's loaders (Loaders.for_event): shared by
-    every subscriber of the process, fresh for each event. A value with no event gets loaders of its own."""
+    every subscriber of the process, fresh for each event. A value with no event gets loaders of its own. Only this
+    operation's context changes: each operation on a socket has its own (app/api/websocket.py)."""
     db = info.context.services.db
     info.context.loaders = Loaders.for_event(db, event) if event is not None else Loaders.for_request(db)
 
@@ -71,7 +72,8 @@ class Subscription:
     @strawberry.subscription(description="Your new in-app notifications as they are written, each once, none lost "
                                          "while Redis is away (sign in over connection_init). `after`: the last "
                                          "notification you received, to resume after a reconnect: those written "
-                                         "since come first (the newest 500 at most).")  # fmt: skip
+                                         "since come first (the newest 500 at most). Signing out (or revoking the "
+                                         "API key) ends it with UNAUTHENTICATED.")  # fmt: skip
     async def notification_added(
         self, info: Info, after: relay.GlobalID | None = None
     ) -> AsyncGenerator[NotificationNode, None]:

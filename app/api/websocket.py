@@ -1,6 +1,7 @@
 """The graphql-transport-ws connection: strawberry's handler, plus the server's keep-alive pings (its own
 `keep_alive` applies only to the legacy graphql-ws protocol), admission at connection_init (app/api/ws_admission.py),
-an operation rate and an operation count per connection, persisted queries in subscribe, and metrics."""
+an operation rate and an operation count per connection, persisted queries in subscribe, a context of its own for
+each operation, and metrics."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator
+from contextvars import ContextVar
 from typing import Any
 
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
@@ -15,6 +17,7 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import Connec
 from strawberry.types.execution import PreExecutionError
 
 from app.api import persisted
+from app.api.context import Context
 from app.api.errors import BadRequest
 from app.api.ws_admission import LEASE, Lease, TooManyConnections
 from app.api.ws_metrics import CONNECTIONS, IDLE_CLOSES, OPERATIONS, REFUSALS
@@ -24,6 +27,7 @@ from app.settings import Settings
 PONG_INTERVALS = 2  # a peer that answers nothing for this many ping intervals is closed
 FLOOD = 4429  # graphql-transport-ws's "too many" close code: graphql-ws clients do not retry it
 DRAWING = ("subscribe", "ping")  # the messages that make the server work, each drawing on the operation budget
+_OPERATION: ContextVar[Context | None] = ContextVar("graphql_ws_operation", default=None)  # set in its task only
 
 
 class NewsaggTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
@@ -36,6 +40,23 @@ class NewsaggTransportWSHandler(BaseGraphQLTransportWSHandler[Any, None]):
     _pinger: asyncio.Task[None] | None = None
     _heard_at: float = 0.0
     _counted = 0  # operations added to the OPERATIONS gauge by this connection
+    _connection: Context
+
+    @property
+    def context(self) -> Context:
+        """Inside an operation's task (strawberry runs each operation in one), that operation's context; elsewhere
+        the connection's, which strawberry builds once at connect and which connection_init fills."""
+        return _OPERATION.get() or self._connection
+
+    @context.setter
+    def context(self, context: Context) -> None:
+        self._connection = context
+
+    async def run_operation(self, operation: Any) -> None:
+        """Each query, mutation or subscription runs on a context of its own (Context.for_operation): fresh loaders,
+        as a request over HTTP has."""
+        _OPERATION.set(self._connection.for_operation())  # this task's and its children's only
+        await super().run_operation(operation)
 
     def on_request_accepted(self) -> None:
         super().on_request_accepted()

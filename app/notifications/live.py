@@ -7,7 +7,7 @@ subscriber that reconnects itself passes the last notification it received and f
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from app.notifications.models import Notification
@@ -21,7 +21,7 @@ CATCH_UP_MAX = 500  # notifications a resumed subscription first delivers at mos
 
 
 async def new_notifications(router: NotificationRouter, user_id: int, *,
-                            after: int | None = None) -> AsyncIterator[Notification]:  # fmt: skip
+                            after: int | None = None) -> AsyncGenerator[Notification, None]:  # fmt: skip
     """The reader's notifications written from now on (with `after`, one of theirs: from that one on), in id order."""
     subscription = Subscription(user_id)
     async with router.attach(subscription):  # attached first: nothing written meanwhile is missed

@@ -61,7 +61,10 @@ class ApiSettings(BaseSettings):
         default=20, ge=1, description="Operations one WebSocket may run at once; past it a subscribe gets an error."
     )
     ws_keepalive_seconds: float = Field(
-        default=15, gt=0, description="The server pings every WebSocket (graphql-transport-ws `ping`) this often."
+        default=15,
+        gt=0,
+        description="The server pings every WebSocket (graphql-transport-ws `ping`) this often; a reader's own "
+        "subscription (`notificationAdded`) checks its credential again as often while no notification comes.",
     )
     ws_operations_per_second: float = Field(
         default=10,

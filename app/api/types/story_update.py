@@ -52,18 +52,20 @@ async def current_story(services: Services, story_id: int) -> StoryCluster | Non
 
 async def follow_story(services: Services, story: StoryCluster) -> AsyncGenerator[StoryUpdate, None]:
     """Updates of `story` newer than the state given (each once: a relay may publish an event twice); once it is
-    merged, the story it joined: its state at that moment, then its updates."""
-    following, seen, moved = story.id, story.revision, False
+    merged, the story it joined: its state at that moment, then its updates. Listening first, then reading the state
+    again, misses nothing in between: an update published after the caller read `story` and before the listener
+    was attached comes as the story's state then."""
+    following, seen, joined = story.id, story.revision, False  # joined: followed there after a merge
     while True:
         async with services.broadcaster.listen(STORY_UPDATED_TOPIC, story_id=following) as events:
-            if moved:  # listening first, then reading the state, misses nothing in between
-                current = await current_story(services, following)
-                if current is None:
-                    return
-                if current.id != following:  # merged again meanwhile: listen there
-                    following = current.id
-                    continue
-                moved, seen = False, current.revision
+            current = await current_story(services, following)
+            if current is None:
+                return
+            if current.id != following:  # merged meanwhile: listen there
+                following, joined = current.id, True
+                continue
+            if joined or current.revision > seen:
+                joined, seen = False, current.revision
                 yield StoryUpdate.from_model(current)
             while True:
                 event = await events.get()
@@ -71,7 +73,7 @@ async def follow_story(services: Services, story: StoryCluster) -> AsyncGenerato
                 if revision <= seen:
                     continue
                 if event.get("merged_into"):
-                    following, moved = int(event["merged_into"]), True
+                    following, joined = int(event["merged_into"]), True
                     break
                 try:
                     update = StoryUpdate.from_event(event)
