@@ -61,7 +61,7 @@ async def store_held(db: AsyncEngine, redis: Redis, settings: Settings, source_i
         try:
             status = await _store_held(db, redis, settings, source_id, pushed, follow_up)
         except Exception as error:
-            if not _passing(error):
+            if not transient(error):
                 raise  # a lost Redis: for the job's retry
             return await _put_off(redis, source_id, error, (0 if taken else failures) + 1)
     return Intake(status, more=not await pushes.finished(redis, source_id))
@@ -87,7 +87,7 @@ async def _store_held(db: AsyncEngine, redis: Redis, settings: Settings, source_
     try:
         status = await store_push(db, settings, source_id, pushed, follow_up)
     except Exception as error:
-        if _passing(error) or isinstance(error, RedisError):
+        if transient(error) or isinstance(error, RedisError):
             raise
         log.exception("push of source %d (%d bytes) set aside in %s", source_id, len(pushed.body),
                       pushes.dead_key(source_id))  # fmt: skip
@@ -95,13 +95,6 @@ async def _store_held(db: AsyncEngine, redis: Redis, settings: Settings, source_
         return "dead"
     await pushes.done_with(redis, source_id, pushed)
     return status
-
-
-def _passing(error: Exception) -> bool:
-    """A failure that trying again soon may not meet (app/resilience/outage.py `transient`): PostgreSQL unreachable, a
-    deadlock, a lock timeout, a serialization failure, a cancelled statement. Data PostgreSQL refuses, or SQL it
-    cannot run (a bug), fails the same way every time: that push is set aside."""
-    return transient(error)
 
 
 async def _put_off(redis: Redis, source_id: int, error: Exception, failures: int) -> Intake:
