@@ -34,10 +34,16 @@ from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings
 from tests.servers import test_servers
+from tests.watchdog import install as install_watchdog
+from tests.watchdog import pytest_runtest_call  # noqa: F401  (a hook: a test running too long prints its stacks)
 
 REPO = Path(__file__).resolve().parents[1]
 GRAPHQL_DIR = REPO / "graphql"
 NODE_TOOLS = REPO / "tests" / "js"  # the reference npm clients, pinned by its package-lock.json
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    install_watchdog()
 
 
 def shared_data_dir() -> Path:
