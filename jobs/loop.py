@@ -20,6 +20,7 @@ from app.redis_client import redis_of
 from app.resilience.backoff import Backoff
 from app.resilience.metrics import DATABASE_RETRIES, REDIS_DEGRADED, WORKER_RESTARTS
 from app.resilience.outage import unreachable
+from app.resilience.stopping import stop_if_told
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ class ResilientWorker(Worker):
                 await super().main()
                 return
             except REDIS_FAILURES as error:
+                stop_if_told(error)
                 if time.monotonic() - started > 2 * self._backoff.cap:
                     self._backoff.reset()  # it ran well for a while: this is a new outage
                 wait = self._backoff.next_wait()

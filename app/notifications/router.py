@@ -23,6 +23,7 @@ from app.notifications.models import Notification
 from app.notifications.subscription import Subscription
 from app.realtime.broadcast import Broadcaster
 from app.resilience.outage import FAILURES, DatabaseOutage
+from app.resilience.stopping import stop_if_told
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,7 @@ class NotificationRouter:
         try:
             await self._read(subscriptions)
         except Exception as error:
+            stop_if_told(error)
             if not (isinstance(error, FAILURES) and self.database.noted(error)):
                 log.exception("notifications: reading every reader's new notifications failed")
             return False

@@ -17,6 +17,7 @@ from redis.asyncio import Redis
 from app.realtime.catchup import Delivered, MissedEvents
 from app.resilience.backoff import Backoff
 from app.resilience.metrics import BROADCAST_RECONNECTS, BROADCAST_SILENCES, CAUGHT_UP, REDIS_DEGRADED
+from app.resilience.stopping import stop_if_told
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +143,7 @@ class Broadcaster:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
+                stop_if_told(error)
                 lost_at = lost_at or datetime.now(UTC)
                 self.connected = False
                 REDIS_DEGRADED.labels("broadcast").inc()

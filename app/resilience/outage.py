@@ -14,6 +14,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.resilience.backoff import Backoff
 from app.resilience.metrics import DATABASE_OUTAGES
+from app.resilience.stopping import stop_if_told
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class DatabaseOutage:
             try:
                 result = await read()
             except FAILURES as error:
+                stop_if_told(error)
                 if not self.noted(error):
                     raise
                 await asyncio.sleep(backoff.next_wait())

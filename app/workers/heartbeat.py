@@ -12,6 +12,7 @@ import socket
 
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from app.resilience.stopping import stop_if_told
 from app.settings import Settings
 from app.workers import repository
 from app.workers.metrics import HEARTBEAT_FAILURES
@@ -55,7 +56,8 @@ class Heartbeat:
         try:
             async with self._engine.begin() as connection:
                 anew = await repository.beat(connection, self.worker_id, host=self.host, pid=self.pid)
-        except Exception:  # PostgreSQL away: beat again next time; if it stays away, so does every claim's writer
+        except Exception as error:  # PostgreSQL away: beat again next time (if it stays away, so does every claim's
+            stop_if_told(error)  # writer); unless the stop cut the beat off
             HEARTBEAT_FAILURES.inc()
             log.warning("worker %s: heartbeat failed", self.worker_id, exc_info=True)
             return

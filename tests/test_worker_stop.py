@@ -1,0 +1,112 @@
+"""A worker told to stop stops, whatever a Redis call cut off by the stop raises: a loop that restarted on a Redis
+failure that came out of a cancellation outlived its supervisor for good (the worker of a killed `newsagg up`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from arq.connections import ArqRedis
+from arq.worker import Worker, func
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from app.resilience.stopping import stop_if_told
+from jobs.loop import ResilientWorker
+
+
+class ClosedUnderItsFeet(Worker):
+    """arq's loop as it runs when its Redis connection closes the moment it is cancelled: the cancellation comes out
+    as the ConnectionError of the command it cut off."""
+
+    started = 0
+    in_main = asyncio.Event()
+    ended = False  # each later start returns at once: how the test ends a loop that would not stop
+
+    async def main(self) -> None:
+        ClosedUnderItsFeet.started += 1
+        ClosedUnderItsFeet.in_main.set()
+        if ClosedUnderItsFeet.ended:
+            return
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            raise RedisConnectionError("Connection closed by server.") from None
+
+
+class Resilient(ResilientWorker, ClosedUnderItsFeet):
+    pass
+
+
+async def nothing(ctx: dict[str, Any]) -> None:
+    pass
+
+
+async def test_a_stop_that_comes_out_as_a_redis_failure_still_stops_the_worker(arq_redis: ArqRedis) -> None:
+    worker = Resilient(functions=[func(nothing, name="nothing")], redis_pool=arq_redis, handle_signals=False,
+                       backoff_cap=0.1)  # fmt: skip
+    running = asyncio.create_task(worker.main())
+    await asyncio.wait_for(ClosedUnderItsFeet.in_main.wait(), 10)
+
+    running.cancel()
+
+    try:
+        done, _ = await asyncio.wait({running}, timeout=10)  # not wait_for: it would cancel again, and wait for good
+        assert done, "the loop restarted after it was told to stop"
+        assert running.cancelled()
+        assert ClosedUnderItsFeet.started == 1
+    finally:
+        ClosedUnderItsFeet.ended = True
+        running.cancel()
+
+
+async def test_a_redis_failure_with_no_stop_restarts_the_loop(arq_redis: ArqRedis) -> None:
+    """The other side: the same failure, the task not cancelled, is an outage the loop waits out."""
+
+    class FailsTwice(Worker):
+        runs = 0
+
+        async def main(self) -> None:
+            FailsTwice.runs += 1
+            if FailsTwice.runs <= 2:
+                raise RedisConnectionError("Error 111 connecting to 127.0.0.1:6379.")
+
+    class Waits(ResilientWorker, FailsTwice):
+        pass
+
+    worker = Waits(functions=[func(nothing, name="nothing")], redis_pool=arq_redis, handle_signals=False,
+                   backoff_cap=0.1)  # fmt: skip
+    await asyncio.wait_for(worker.main(), 10)
+    assert FailsTwice.runs == 3
+
+
+async def test_stop_if_told_raises_only_in_a_task_told_to_stop() -> None:
+    """Every loop that waits out failures (the worker's, the heartbeat's, the broadcaster's, the notification
+    router's, PostgreSQL outages') asks this before it treats an error as one more outage."""
+    outcomes: list[str] = []
+
+    async def loop() -> None:
+        while True:
+            try:
+                try:
+                    await asyncio.sleep(3600)
+                except asyncio.CancelledError:
+                    raise OSError("connection closed") from None
+            except OSError as error:
+                stop_if_told(error)
+                outcomes.append("waited out")
+
+    async def failing_once() -> None:
+        try:
+            raise OSError("connection refused")
+        except OSError as error:
+            stop_if_told(error)
+            outcomes.append("not told")
+
+    await failing_once()
+    task = asyncio.create_task(loop())
+    await asyncio.sleep(0)
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=5)
+    assert done
+    assert task.cancelled()
+    assert outcomes == ["not told"]
