@@ -15,7 +15,6 @@ from app.services import Services
 from app.settings import Settings
 from tests.alerts import until_subscribed
 from tests.conftest import (
-    NODE_TOOLS,
     GraphQLClient,
     document,
     next_message,
@@ -24,7 +23,7 @@ from tests.conftest import (
     ws_connection,
 )
 from tests.newsroom import add_breaking_event, log_in, sign_up
-from tests.test_graphql_ws_client import lines
+from tests.test_graphql_ws_client import reference_client
 
 
 async def credential(gql: GraphQLClient, kind: str) -> tuple[str, Any]:
@@ -99,11 +98,7 @@ async def test_the_graphql_ws_client_sees_its_subscription_end_when_it_signs_out
     node: str, api_url: str, gql: GraphQLClient, services: Services, settings: Settings
 ) -> None:
     token, revoke = await credential(gql, "session")
-    url = api_url.replace("http://", "ws://") + "/graphql"
-    arguments = [str(NODE_TOOLS / "subscribe.mjs"), url, token, document("NotificationAdded"), "2"]
-    client = await asyncio.create_subprocess_exec(node, *arguments, cwd=NODE_TOOLS, stdout=asyncio.subprocess.PIPE)
-    try:
-        frames = lines(client)
+    async with reference_client(node, api_url, token, "NotificationAdded", "2") as (client, frames):
         assert await anext(frames) == {"connected": True}
         assert await anext(frames) == {"viewer": {"data": {"viewer": {"email": "session@example.com"}}}}
         await until_subscribed(services, 1)
@@ -114,7 +109,3 @@ async def test_the_graphql_ws_client_sees_its_subscription_end_when_it_signs_out
         assert [e["extensions"]["code"] for e in ended["errors"]] == ["UNAUTHENTICATED"]
         assert [frame async for frame in frames] == [{"complete": True}, {"closed": 1000}]
         assert await asyncio.wait_for(client.wait(), 20) == 0
-    finally:
-        if client.returncode is None:
-            client.kill()
-            await client.wait()

@@ -146,18 +146,26 @@ async def test_a_push_counts_its_articles_and_leaves_the_claim_and_the_failures_
     assert [row.error_class for row in await fetch_log(services, source_id)] == [None, "parse"]
 
 
+async def claimed_behind(services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient,
+                         path: str, back_off_s: float) -> tuple[str, int, Politeness]:  # fmt: skip
+    """A new source of one article at `path`, claimed, on a site backed off for `back_off_s`: its URL, id and the
+    site's politeness."""
+    feed_server.routes[path] = Reply(200, rss(items(1)))
+    url = feed_server.url(path)
+    source_id = await new_source(services, settings, url)
+    assert await claimed(services, settings) == [source_id]
+    politeness = Politeness(services.redis, http, settings)
+    await politeness.back_off(url, back_off_s)
+    return url, source_id, politeness
+
+
 async def test_a_politeness_wait_longer_than_its_claim_can_wait_returns_the_claim_and_takes_no_turn(
     services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
 ) -> None:
     # given a site of a request every 100 s (a Crawl-delay) backed off for 15 min, and one of its feeds claimed (its
     # turn was reserved 15 min off before, the job deferred past the claim's 10 min, superseded, the turn lost)
     slow = settings.model_copy(update={"politeness_requests_per_second": 0.01})
-    feed_server.routes["/slow.xml"] = Reply(200, rss(items(1)))
-    url = feed_server.url("/slow.xml")
-    source_id = await new_source(services, slow, url)
-    assert await claimed(services, slow) == [source_id]
-    politeness = Politeness(services.redis, http, slow)
-    await politeness.back_off(url, 900)
+    url, source_id, politeness = await claimed_behind(services, slow, feed_server, http, "/slow.xml", 900)
 
     # when the claimed feed is refreshed
     outcome = await refresh_source(services.engine, http, slow, source_id, politeness=politeness)
@@ -178,12 +186,7 @@ async def test_a_politeness_wait_longer_than_its_claim_can_wait_returns_the_clai
 async def test_a_politeness_wait_the_claim_outlives_is_waited_with_the_turn_reserved(
     services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
 ) -> None:
-    feed_server.routes["/wait.xml"] = Reply(200, rss(items(1)))
-    url = feed_server.url("/wait.xml")
-    source_id = await new_source(services, settings, url)
-    assert await claimed(services, settings) == [source_id]
-    politeness = Politeness(services.redis, http, settings)
-    await politeness.back_off(url, 120)
+    url, source_id, politeness = await claimed_behind(services, settings, feed_server, http, "/wait.xml", 120)
 
     outcome = await refresh_source(services.engine, http, settings, source_id, politeness=politeness)
 
