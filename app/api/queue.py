@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from arq.connections import ArqRedis
@@ -15,13 +14,10 @@ class JobQueue:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._pool: ArqRedis | None = None
-        self._lock = asyncio.Lock()
 
     async def enqueue(self, job: str, *args: Any, **options: Any) -> None:
-        async with self._lock:
-            if self._pool is None:  # bounded calls (app/redis_client.py): a hung Redis fails the enqueue in time
-                self._pool = redis_of(ArqRedis, self._settings)
-                self._pool.default_queue_name = self._settings.queue_name
+        if self._pool is None:  # bounded calls (app/redis_client.py): a hung Redis fails the enqueue in time
+            self._pool = redis_of(ArqRedis, self._settings)
         await self._pool.enqueue_job(job, *args, _queue_name=self._settings.queue_name, **options)
 
     async def close(self) -> None:

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from app.entities.evidence import TERM_CHARS
+
 TOP_TERMS = 50  # a story is found through its strongest terms
 SELECTIVE_POSTINGS = 200  # a word among the strongest terms of more stories than this identifies none of them
 CENTROID_TERMS = 300  # a story keeps its strongest terms only: bounded work and storage for a story of any size
@@ -64,8 +66,9 @@ class Representative:
 
 
 # Terms are stored (story_vocabulary.term, varchar(64)) and counted (StoryState.frequencies) this long at most: a
-# longer word or name is cut where the terms are made (clustering.article_terms), so memory and PostgreSQL agree.
-TERM_LENGTH = 64
+# longer word or name is cut where the terms are made (clustering.article_terms, entity evidence), so memory and
+# PostgreSQL agree.
+TERM_LENGTH = TERM_CHARS
 STORY_TOPIC_SHARE = 0.3  # a story is about a topic when this share of its articles with a topic is
 
 

@@ -101,9 +101,11 @@ class ClusteringCache:
         # One job of this process at a time works on the copy (a worker runs many jobs at once): one that fails while
         # waiting its turn has changed nothing, and must not reset the copy under the job whose turn it is.
         self._turn = asyncio.Lock()
-        self._fresh()
+        self.reset()
 
-    def _fresh(self) -> None:
+    def reset(self) -> None:
+        """A copy to catch up from scratch: at the start, and after a failed transaction (the copy may then hold
+        changes PostgreSQL never got)."""
         self.state = StoryState()
         self.story_revision = 0
         self.vocabulary_revision = 0
@@ -112,10 +114,6 @@ class ClusteringCache:
         self.revision: int | None = None  # the current batch's revision, when reserved with its ids
         self.saved_revision: int | None = None  # the revision of this copy's last save
         self.reads = 0  # how many times it read other workers' changes
-
-    def reset(self) -> None:
-        """After a failed transaction the copy may hold changes PostgreSQL never got: start again."""
-        self._fresh()
 
     @contextlib.asynccontextmanager
     async def locked(self, db: AsyncEngine) -> AsyncIterator[AsyncConnection]:
