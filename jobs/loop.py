@@ -37,6 +37,15 @@ class ResilientWorker(Worker):
     def __init__(self, *args: Any, backoff_cap: float = 5, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._backoff = Backoff(cap=backoff_cap)
+        self._shutdown_ran = False
+        if self.on_shutdown is not None:
+            hook = self.on_shutdown
+
+            async def on_shutdown(ctx: dict[str, Any]) -> None:
+                self._shutdown_ran = True
+                await hook(ctx)
+
+            self.on_shutdown = on_shutdown
 
     async def main(self) -> None:
         while True:
@@ -53,6 +62,20 @@ class ResilientWorker(Worker):
                 log.warning("worker: lost Redis (%s: %s); restarting the loop in %.1f s",
                             type(error).__name__, error, wait)  # fmt: skip
                 await asyncio.sleep(wait)
+
+    async def close(self) -> None:
+        """arq's close; when Redis is already gone (stopped with the worker, as `newsagg up` stops them together),
+        the worker's own shutdown still runs (its heartbeat signs off, its handles close) and arq's health-check key
+        is left to expire, rather than the stop ending in a traceback with the shutdown skipped."""
+        try:
+            await super().close()
+        except REDIS_FAILURES as error:
+            log.warning("worker: Redis gone at shutdown (%s: %s); stopping without it", type(error).__name__, error)
+            pool, self._pool = self._pool, None
+            if self.on_shutdown is not None and not self._shutdown_ran:
+                await self.on_shutdown(self.ctx)
+            if pool is not None:
+                await pool.aclose(close_connection_pool=True)
 
 
 def queue_pool(settings: Settings, queue_name: str) -> ArqRedis:

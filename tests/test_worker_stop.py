@@ -4,14 +4,17 @@ failure that came out of a cancellation outlived its supervisor for good (the wo
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from pathlib import Path
 from typing import Any
 
-from arq.connections import ArqRedis
+from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.worker import Worker, func
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from app.resilience.stopping import stop_if_told
 from jobs.loop import ResilientWorker
+from tests.test_redis_outage import own_redis
 
 
 class ClosedUnderItsFeet(Worker):
@@ -110,3 +113,24 @@ async def test_stop_if_told_raises_only_in_a_task_told_to_stop() -> None:
     assert done
     assert task.cancelled()
     assert outcomes == ["not told"]
+
+
+async def test_a_worker_whose_redis_is_gone_at_its_stop_still_runs_its_shutdown(tmp_path: Path) -> None:
+    """`newsagg up` stops its Redis with its workers: arq's close fails on Redis before the worker's own shutdown
+    (heartbeat sign-off, handles closed) runs; it runs all the same, once, and the close ends without an error."""
+    shut_down: list[str] = []
+
+    async def shutdown(ctx: dict[str, Any]) -> None:
+        shut_down.append("ran")
+
+    with own_redis(tmp_path / "redis") as server:
+        pool = await create_pool(RedisSettings.from_dsn(server.url()))
+        worker = ResilientWorker(functions=[func(nothing, name="nothing")], redis_pool=pool, handle_signals=False,
+                                 on_shutdown=shutdown, poll_delay=0.01, backoff_cap=0.1)  # fmt: skip
+        running = asyncio.create_task(worker.main())
+        await asyncio.sleep(0.3)
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+    await asyncio.wait_for(worker.close(), 20)  # Redis is stopped now
+    assert shut_down == ["ran"]
