@@ -1,11 +1,15 @@
 """What a refresh, and a hub's push, leave of a source's crawl state: a body no parser can read is a strike (and its
 replay goes on), a 404 streak is dead only once it has lasted, a politeness wait longer than a claim lives is not
-waited with the claim, a push touches only the rate, and a feed's move is stored normalized."""
+waited with the claim, a push touches only the rate (and one stored while a refresh fetches keeps its counts), and a
+feed's move is stored normalized."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler
 
 import httpx
 import pytest
@@ -221,3 +225,42 @@ async def test_a_feed_moved_permanently_is_stored_at_its_normalized_url_and_neve
     assert (await source_of(services, moved)).feed_url == feed_server.url("/new.xml?a=1&b=2")
     assert (await source_of(services, stays)).feed_url == feed_server.url("/taken-old.xml")
     assert (await source_of(services, holder)).feed_url == feed_server.url("/taken.xml")
+
+
+async def test_a_push_stored_while_a_refresh_fetches_keeps_its_counts_and_the_refresh_adds_its_own(
+    services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    # given a claimed source, last fetched an hour ago, whose feed answers only when let go
+    asked, let_go = threading.Event(), threading.Event()
+
+    def held(_: BaseHTTPRequestHandler) -> Reply:
+        asked.set()
+        let_go.wait(timeout=30)
+        return Reply(200, rss(items(3)))
+
+    feed_server.routes["/held.xml"] = held
+    source_id = await new_source(services, settings, feed_server.url("/held.xml"))
+    assert await claimed(services, settings) == [source_id]
+    async with services.db.begin() as session:
+        await session.execute(update(CrawlSchedule).where(CrawlSchedule.source_id == source_id)
+                              .values(last_fetched_at=datetime.now(UTC) - timedelta(hours=1)))  # fmt: skip
+    before = await schedule_of(services, source_id)
+
+    # when its refresh waits on the feed, its hub pushes two other entries, and then the feed answers
+    refresh = asyncio.ensure_future(refresh_source(services.engine, http, settings, source_id))
+    try:
+        assert await asyncio.to_thread(asked.wait, 30)
+        pushed = await ingest_body(services.engine, settings, source_id, rss(items(2, prefix="Pushed")), None)
+        pushed_counts = await schedule_of(services, source_id)
+    finally:
+        let_go.set()
+    polled = await refresh
+
+    # then the source's hours count the push's two articles and the poll's three, its rate no lower than the push
+    # left it, and the claim is the poll's to return
+    assert (len(pushed.new_article_ids), polled.status, len(polled.new_article_ids)) == (2, "fetched", 3)
+    after = await schedule_of(services, source_id)
+    assert sum(after.hourly_histogram) == sum(before.hourly_histogram) + 2 + 3
+    assert after.articles_per_hour >= pushed_counts.articles_per_hour > 0
+    assert after.status == ClaimStatus.PENDING
+    assert [row.items_new for row in await fetch_log(services, source_id)] == [2, 3]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -213,6 +213,14 @@ async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
     return _Plan(source=view, state=_state_of(row), claimed_at=row.last_triggered_at)
 
 
+async def _as_it_is_now(connection: AsyncConnection, plan: _Plan) -> _Plan:
+    """The plan with the source's crawl state read again, its schedule row locked until commit: a push may have been
+    stored while a refresh fetched (a refresh holds its claim, a push takes none), or a poll while a push parsed, and
+    the outcome stored second builds on the first's counts rather than write back the state read before them."""
+    row = await sources.refresh_row(connection, plan.source.id, lock=True)
+    return plan if row is None else replace(plan, state=_state_of(row))
+
+
 def _state_of(row: Any) -> CrawlState:
     return CrawlState(
         articles_per_hour=row.articles_per_hour,
@@ -309,6 +317,7 @@ async def _store_success(
     found = discover(fetched.links, parsed.links if parsed else {}, source.feed_url)
     new_published = [a.published_at for a in inserted]
     policy = CrawlPolicy.from_settings(settings)
+    plan = await _as_it_is_now(connection, plan)
     decision = None if push else _after_poll(settings, policy, plan, fetched, parsed, now, new_published)
     if decision is None:  # a push: its articles counted, the rest of the crawl state left to the polls
         schedule = _counted(after_push(plan.state, policy, now=now, new_published=new_published))
@@ -410,11 +419,12 @@ async def _fail(
 ) -> RefreshOutcome:
     log.warning("source %s (%s) failed: %s: %s", plan.source.id, plan.source.feed_url, error.error_class, error)
     count_fetch_failure("feed", error.error_class)
-    decision = after_failure(
-        plan.state, CrawlPolicy.from_settings(settings), now=datetime.now(UTC), kind=kind,
-        retry_after_s=error.retry_after_s,
-    )  # fmt: skip
     async with db.begin() as connection:
+        plan = await _as_it_is_now(connection, plan)
+        decision = after_failure(
+            plan.state, CrawlPolicy.from_settings(settings), now=datetime.now(UTC), kind=kind,
+            retry_after_s=error.retry_after_s,
+        )  # fmt: skip
         last_error = f"{error.error_class}: {error}"[:2000]
         fetch_id = await _apply(connection, plan.source, _polled(decision, last_error), _error_log(error),
                                 decision=decision)  # fmt: skip

@@ -271,10 +271,13 @@ REFRESH_COLUMNS = (
 )  # fmt: skip
 
 
-async def refresh_row(db: Executor, source_id: int) -> Any:
-    """What a refresh needs of a source and its schedule, in one query. The caller owns the source through its
-    in-flight claim, so no lock is taken."""
+async def refresh_row(db: Executor, source_id: int, *, lock: bool = False) -> Any:
+    """What a refresh needs of a source and its schedule, in one query. Read before a fetch, no lock is taken (the
+    caller owns the source through its in-flight claim); read again to store a fetch's or a push's outcome, `lock`
+    holds the schedule row until commit, so that of two outcomes stored at once the second builds on the first."""
     query = select(*REFRESH_COLUMNS).join(CrawlSchedule, CrawlSchedule.source_id == Source.id)
+    if lock:
+        query = query.with_for_update(of=CrawlSchedule)
     return (await db.execute(query.where(Source.id == source_id))).first()
 
 
