@@ -77,12 +77,16 @@ class CutProxy:
         await self._server.wait_closed()
 
     async def _forward(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
+        self._writers.add(client_out)  # from its accept: a cut while it connects onwards drops it too
         try:
             server_in, server_out = await asyncio.open_connection("127.0.0.1", self.target)
         except OSError:
             client_out.transport.abort()
             return
-        self._writers |= {client_out, server_out}
+        if client_out not in self._writers:  # cut meanwhile: kept, it would outlive the cut and hold its wait_closed
+            server_out.transport.abort()
+            return
+        self._writers.add(server_out)
         await asyncio.gather(self._pipe(client_in, server_out), self._pipe(server_in, client_out))
 
     async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
