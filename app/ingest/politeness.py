@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 ROBOTS_AGENT = "newsagg"
 ROBOTS_ERROR_TTL_S = 600  # an unreachable robots.txt is retried after 10 minutes
+ROBOTS_REDIRECTS = 5  # RFC 9309 asks for at least five, whatever NEWSAGG_FETCH_MAX_REDIRECTS allows a feed
 _ALLOW_ALL = ""
 _UNREACHABLE = "\x00"  # a cached robots.txt that starts with it is a failure: "\x00<error class>\n<message>"
 
@@ -187,12 +188,10 @@ class Politeness:
         """RFC 9309: 4xx = no rules; 5xx or unreachable = disallow all, retried soon. A failure is kept as such
         (its class and message), so it is never reported as a disallowing robots.txt."""
         ttl = int(self._settings.robots_cache_hours * 3600)
+        policy = FetchPolicy.from_settings(self._settings, max_body_bytes=self._settings.robots_max_bytes,
+                                           max_redirects=ROBOTS_REDIRECTS)  # fmt: skip
         try:
-            fetched = await fetch_feed(
-                self._http,
-                f"{host}/robots.txt",
-                FetchPolicy(self._settings.robots_max_bytes, 5, self._settings.fetch_total_seconds),
-            )
+            fetched = await fetch_feed(self._http, f"{host}/robots.txt", policy)
         except FetchError as error:
             if error.status_code is not None and 400 <= error.status_code < 500:
                 return _ALLOW_ALL, ttl
