@@ -1,7 +1,8 @@
 """Digest runs are bounded (app/notifications/digest_runs.py): one per worker at a time, at most
 NEWSAGG_DIGEST_CONCURRENT_RUNS across workers, a run past either ending at once (counted); a lease whose worker died
-frees its place when it expires, and without Redis runs go ahead. The SMTP server (aiosmtpd on loopback) holds the
-first emails until the test lets them go, so a run is still going, deterministically, when the next one starts."""
+frees its place when it expires, one that cannot be returned is left to expire (counted), and without Redis runs go
+ahead. The SMTP server (aiosmtpd on loopback) holds the first emails until the test lets them go, so a run is still
+going, deterministically, when the next one starts."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from app.settings import Settings
 from jobs.notifications import send_digests_job
 from tests.alerts import add_digest_entries, add_readers
 from tests.mailboxes import Mailbox, mail_settings, smtp_server
+from tests.test_ingest_outages import CutProxy
 
 
 class Gate:
@@ -144,6 +146,24 @@ async def test_without_redis_a_digest_run_goes_ahead(services: Services, setting
         await away.aclose()
     assert len(mailbox.messages) == 3
     assert (REGISTRY.get_sample_value("newsagg_redis_degraded_total", {"part": "digest_runs"}) or 0.0) - degraded == 2
+
+
+async def test_a_lease_that_cannot_be_returned_is_left_to_expire_and_counted(services: Services,
+                                                                             settings: Settings) -> None:  # fmt: skip
+    server = services.redis.connection_pool.connection_kwargs
+    proxy = CutProxy(server["port"])
+    await proxy.start()
+    through = Redis(host="127.0.0.1", port=proxy.port, db=server.get("db", 0))
+    degraded = REGISTRY.get_sample_value("newsagg_redis_degraded_total", {"part": "digest_runs"}) or 0.0
+    try:
+        async with DigestRuns(through, settings).turn() as going:  # given a run that took its lease
+            assert going
+            await proxy.cut()  # when Redis vanishes before the run ends
+    finally:
+        await through.aclose()
+    # then the lease is left to expire, and that is counted
+    assert await services.redis.zcard(KEY) == 1
+    assert (REGISTRY.get_sample_value("newsagg_redis_degraded_total", {"part": "digest_runs"}) or 0.0) - degraded == 1
 
 
 async def _redis_now(redis: Redis) -> float:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.ingest.urls import InvalidUrl, normalize_url
+from app.ingest.urls import InvalidUrl, normalize_url, normalized_or_none
 
 
 @pytest.mark.parametrize(
@@ -102,6 +102,16 @@ def test_rfc3986_equivalent_spellings(spellings: list[str]) -> None:
 def test_refuses_what_is_not_an_absolute_http_url(raw: str) -> None:
     with pytest.raises(InvalidUrl):
         normalize_url(raw)
+
+
+@pytest.mark.parametrize("link", [None, "", "javascript:alert(1)", "https://[x.example/1"])
+def test_a_link_that_is_missing_or_no_http_url_is_none_not_the_feed(link: str | None) -> None:
+    assert normalized_or_none(link, base="https://site.org/feed.xml") is None
+
+
+def test_a_usable_link_is_normalized() -> None:
+    assert normalized_or_none("/world/1?utm_campaign=x", base="https://Site.org/feed.xml") == "https://site.org/world/1"
+    assert normalized_or_none("HTTP://Example.COM:80/a#frag") == "http://example.com/a"
 
 
 segment = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_.~%", min_size=0, max_size=12)

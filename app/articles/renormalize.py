@@ -16,7 +16,7 @@ from sqlalchemy import text
 from app.articles.merging import REFERENCES, merge_planned
 from app.articles.repository import PLAN_TABLE
 from app.db.engine import Executor
-from app.ingest.urls import InvalidUrl, normalize_url
+from app.ingest.urls import normalized_or_none
 from app.sources.merge import feed_url_normalized
 from app.stories.repair import lock_clustering
 
@@ -64,8 +64,8 @@ async def renormalize_article_urls(db: Executor) -> Renormalized:
     await lock_clustering(db)
     for table in _TABLES:
         await db.execute(table)
-    async for batch in _stored_urls(db):
-        changes = [(id_, new) for id_, url in batch if (new := _normalized(url)) not in (url, None)]
+    async for batch in _stored_urls(db):  # a URL the rules now refuse (None) stays as it is
+        changes = [(id_, new) for id_, url in batch if (new := normalized_or_none(url)) not in (url, None)]
         if changes:
             await db.execute(_ADD_CHANGES, {"ids": [c[0] for c in changes], "urls": [c[1] for c in changes]})
     await db.execute(_PLAN_MERGES)
@@ -82,7 +82,8 @@ async def renormalize_feed_urls(db: Executor) -> tuple[int, tuple[tuple[int, int
     Idempotent; a source merged away before its own turn is skipped."""
     rewritten, merged = 0, list[tuple[int, int]]()
     for source in list(await db.execute(_SOURCES)):
-        if (url := _normalized(source.feed_url)) in (source.feed_url, None) or source.id in {m for _, m in merged}:
+        url = normalized_or_none(source.feed_url)
+        if url in (source.feed_url, None) or source.id in {m for _, m in merged}:
             continue
         if (pair := await feed_url_normalized(db, source.id, url)) is None:
             rewritten += 1
@@ -96,11 +97,3 @@ async def _stored_urls(db: Executor) -> AsyncIterator[list[tuple[int, str]]]:
     while rows := [(row.id, row.url) for row in await db.execute(_STORED, {"after": after, "batch": BATCH})]:
         yield rows
         after = rows[-1][0]
-
-
-def _normalized(url: str) -> str | None:
-    """None for a stored URL the rules now refuse: it stays as it is."""
-    try:
-        return normalize_url(url)
-    except InvalidUrl:
-        return None

@@ -65,7 +65,7 @@ async def fetch_article_text(
             return await _failed(db, target, error)
         if admission.wait_s > 0:
             return TextOutcome(article_id, "deferred", retry_in_s=admission.wait_s)
-    policy = FetchPolicy(settings.article_max_bytes, settings.fetch_max_redirects, settings.fetch_total_seconds)
+    policy = FetchPolicy.from_settings(settings, max_body_bytes=settings.article_max_bytes)
     try:
         fetch = functools.partial(fetch_feed, http, target.url, policy, etag=target.etag,
                                   last_modified=target.last_modified)  # fmt: skip

@@ -67,8 +67,14 @@ class FetchPolicy:
     total_s: float = 60.0  # the whole fetch, every hop and the body's last byte (NEWSAGG_FETCH_TOTAL_SECONDS)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> FetchPolicy:
-        return cls(settings.fetch_max_body_bytes, settings.fetch_max_redirects, settings.fetch_total_seconds)
+    def from_settings(
+        cls, settings: Settings, *, max_body_bytes: int | None = None, max_redirects: int | None = None
+    ) -> FetchPolicy:
+        """A feed's policy (`fetch_max_body_bytes`, `fetch_max_redirects`), or another kind of document's with its
+        own caps; every kind has the one deadline, `fetch_total_seconds`."""
+        body = settings.fetch_max_body_bytes if max_body_bytes is None else max_body_bytes
+        redirects = settings.fetch_max_redirects if max_redirects is None else max_redirects
+        return cls(body, redirects, settings.fetch_total_seconds)
 
 
 @dataclass(frozen=True, slots=True)

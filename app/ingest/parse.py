@@ -14,7 +14,7 @@ import feedparser
 
 from app.ingest.jsonfeed import NotJsonFeed, looks_like_json, read_json_feed
 from app.ingest.text import html_to_text, storable
-from app.ingest.urls import InvalidUrl, normalize_url
+from app.ingest.urls import normalized_or_none
 
 log = logging.getLogger(__name__)
 # A DOCTYPE's internal subset is where entity bombs live; feeds never need it.
@@ -102,7 +102,7 @@ def _parse_feed(
         entries.append(entry)
     return ParsedFeed(
         title=html_to_text(meta.get("title") or "", limits.title) or None,
-        site_url=_safe_url(meta.get("link"), feed_url),
+        site_url=normalized_or_none(meta.get("link"), feed_url),
         language=storable(str(meta.get("language") or "")) or None,
         entries=entries,
         skipped=len(raw_entries) - len(entries),
@@ -149,7 +149,7 @@ def guids_usable(raw_entries: list[Any]) -> bool:
 
 def _entry(raw: Any, *, feed_url: str, fetched_at: datetime, limits: TextLimits, use_guid: bool) -> ParsedEntry | None:
     """None for an entry with neither a usable link nor an id: nothing could ever point at it again."""
-    url = _safe_url(raw.get("link"), feed_url)
+    url = normalized_or_none(raw.get("link"), feed_url)
     guid = storable(str(raw.get("id") or "")).strip()
     if url is None and not guid:
         return None
@@ -175,7 +175,7 @@ def _title_from(summary: str, limit: int) -> str:
 def _feed_links(meta: Any, feed_url: str) -> dict[str, str]:
     links: dict[str, str] = {}
     for link in meta.get("links") or []:
-        rel, href = link.get("rel"), _safe_url(link.get("href"), feed_url)
+        rel, href = link.get("rel"), normalized_or_none(link.get("href"), feed_url)
         if rel in ("hub", "self") and href and rel not in links:
             links[rel] = href
     return links
@@ -184,15 +184,6 @@ def _feed_links(meta: Any, feed_url: str) -> dict[str, str]:
 def _first_content(raw: Any) -> str | None:
     content = raw.get("content") or []
     return str(content[0].get("value", "")) if content else None
-
-
-def _safe_url(link: str | None, base: str) -> str | None:
-    if not link:
-        return None
-    try:
-        return normalize_url(link, base=base)
-    except InvalidUrl:
-        return None
 
 
 def _published(raw: Any, fetched_at: datetime) -> datetime:

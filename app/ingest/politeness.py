@@ -22,8 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urlsplit
@@ -31,19 +30,18 @@ from urllib.parse import urlsplit
 import httpx
 from protego import Protego
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from app.ingest.fetch import NETWORK_FAILURES, FetchError, FetchPolicy, fetch_feed
 from app.ingest.sites import site_of
 from app.observability.work import count_fetch_failure
-from app.resilience.leases import TAKE_LEASE
-from app.resilience.metrics import REDIS_DEGRADED
+from app.resilience.leases import CountedLeases
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 ROBOTS_AGENT = "newsagg"
 ROBOTS_ERROR_TTL_S = 600  # an unreachable robots.txt is retried after 10 minutes
+ROBOTS_REDIRECTS = 5  # RFC 9309 asks for at least five, whatever NEWSAGG_FETCH_MAX_REDIRECTS allows a feed
 _ALLOW_ALL = ""
 _UNREACHABLE = "\x00"  # a cached robots.txt that starts with it is a failure: "\x00<error class>\n<message>"
 
@@ -97,7 +95,7 @@ class Politeness:
         self._http = http
         self._settings = settings
         self._bucket = redis.register_script(_BUCKET)
-        self._take_slot = redis.register_script(TAKE_LEASE)
+        self._slots = CountedLeases(redis, "politeness")
         self._fetching: dict[str, asyncio.Task[str]] = {}  # one robots.txt fetch per origin at a time in this worker
 
     async def admit(self, url: str, *, longest_wait_s: float | None = None) -> Admission:
@@ -141,30 +139,13 @@ class Politeness:
         )
         log.info("site %s backs off for %.0f s", site_of(url), seconds)
 
-    @contextlib.asynccontextmanager
-    async def slot(self, url: str) -> AsyncIterator[bool]:
+    def slot(self, url: str) -> contextlib.AbstractAsyncContextManager[bool]:
         """One of the site's concurrent requests (`politeness_concurrent_per_site`), held for the block; False when
-        all are taken. A lease that its worker never returns expires after `politeness_slot_lease_seconds`."""
-        key, lease = f"newsagg:slots:{site_of(url)}", uuid.uuid4().hex
+        all are taken. A lease that its worker never returns (or cannot, Redis away) expires after
+        `politeness_slot_lease_seconds`, and the fetch it covered keeps its result."""
         settings = self._settings
-        taken = await self._take_slot(
-            keys=[key], args=[settings.politeness_concurrent_per_site, settings.politeness_slot_lease_seconds, lease]
-        )
-        try:
-            yield bool(taken)
-        finally:
-            if taken:
-                await self._give_back(key, lease)
-
-    async def _give_back(self, key: str, lease: str) -> None:
-        """The lease returned; with Redis away, left to expire (`politeness_slot_lease_seconds`) rather than failing
-        the fetch it covered, whose result is in hand."""
-        try:
-            await self._redis.zrem(key, lease)
-        except (RedisError, OSError) as error:
-            REDIS_DEGRADED.labels("politeness").inc()
-            log.warning("could not return a slot of %s (Redis: %s): it expires in %.0f s", key.rsplit(":", 1)[-1],
-                        error, self._settings.politeness_slot_lease_seconds)  # fmt: skip
+        return self._slots.held(f"newsagg:slots:{site_of(url)}", settings.politeness_concurrent_per_site,
+                                settings.politeness_slot_lease_seconds)  # fmt: skip
 
     async def fetch_within_site(self, url: str, fetch: Callable[[], Awaitable[T]]) -> T | None:
         """`fetch()` within one of the site's concurrent requests, None when they are all taken; a 429/503 it raises
@@ -207,12 +188,10 @@ class Politeness:
         """RFC 9309: 4xx = no rules; 5xx or unreachable = disallow all, retried soon. A failure is kept as such
         (its class and message), so it is never reported as a disallowing robots.txt."""
         ttl = int(self._settings.robots_cache_hours * 3600)
+        policy = FetchPolicy.from_settings(self._settings, max_body_bytes=self._settings.robots_max_bytes,
+                                           max_redirects=ROBOTS_REDIRECTS)  # fmt: skip
         try:
-            fetched = await fetch_feed(
-                self._http,
-                f"{host}/robots.txt",
-                FetchPolicy(self._settings.robots_max_bytes, 5, self._settings.fetch_total_seconds),
-            )
+            fetched = await fetch_feed(self._http, f"{host}/robots.txt", policy)
         except FetchError as error:
             if error.status_code is not None and 400 <= error.status_code < 500:
                 return _ALLOW_ALL, ttl

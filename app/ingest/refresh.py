@@ -38,7 +38,7 @@ from app.ingest.hints import publisher_delay_s
 from app.ingest.parse import FeedParseError, ParsedEntry, ParsedFeed, TextLimits, parse_feed
 from app.ingest.parser_thread import in_parser_thread
 from app.ingest.politeness import Politeness
-from app.ingest.urls import InvalidUrl, normalize_url
+from app.ingest.urls import normalized_or_none
 from app.observability.work import count_fetch_failure
 from app.places.outlets import infer
 from app.settings import Settings
@@ -361,20 +361,9 @@ def _after_poll(
         document_published=[e.published_at for e in (parsed.entries if parsed else [])],
         publisher_delay_s=publisher_delay_s(fetched.hints, parsed.ttl_minutes if parsed else None, now),
         feed_url=source.feed_url,
-        permanent_url=_moved_to(fetched.permanent_url),
+        # spelled as stored feed URLs are, so that a move onto another spelling of the feed, or of a source's, is seen
+        permanent_url=normalized_or_none(fetched.permanent_url),
     )
-
-
-def _moved_to(permanent_url: str | None) -> str | None:
-    """Where the feed's permanent redirects lead, spelled as stored feed URLs are (normalized: no credentials, no
-    fragment, no tracking parameters), so that it compares with them: the move of a feed onto another spelling of
-    itself, or of a source's, is seen as such. None when it is no http(s) URL."""
-    if permanent_url is None:
-        return None
-    try:
-        return normalize_url(permanent_url)
-    except InvalidUrl:
-        return None
 
 
 async def _store_texts(

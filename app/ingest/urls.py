@@ -59,6 +59,17 @@ def normalize_url(url: str, base: str | None = None) -> str:
     return urlunsplit((scheme, netloc, path, canonical_query(query), ""))
 
 
+def normalized_or_none(url: str | None, base: str | None = None) -> str | None:
+    """`url` normalized (resolved against `base`), None when it is missing or no absolute http(s) URL: for a link
+    that is only kept when it is usable. An empty link is None, not `base` itself."""
+    if not url:
+        return None
+    try:
+        return normalize_url(url, base)
+    except InvalidUrl:
+        return None
+
+
 def canonical_query(query: str) -> str:
     """Tracking parameters dropped, the rest sorted by name; a name's values keep their order (a stable sort).
 

@@ -4,23 +4,21 @@ run may last its whole time budget under a slow SMTP server; without a bound a d
 worker slot and an SMTP connection for nothing (the claims already keep them from sending one digest twice).
 
 A lease outlives the longest run (`run_seconds` and a margin), so a worker that dies holding one frees it then, and
-is returned when the run ends. Without Redis a run goes ahead uncounted: the claims in PostgreSQL still keep every
-digest from being sent twice, and digests waiting for Redis would help no one."""
+is returned when the run ends (left to expire, counted in newsagg_redis_degraded_total, when Redis is away by then).
+Without Redis a run goes ahead uncounted: the claims in PostgreSQL still keep every digest from being sent
+twice, and digests waiting for Redis would help no one."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
 from collections.abc import AsyncIterator
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from app.notifications.digest import run_seconds
 from app.observability.alerts import count_digest_run_skipped
-from app.resilience.leases import TAKE_LEASE
-from app.resilience.metrics import REDIS_DEGRADED
+from app.resilience.leases import CountedLeases
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -36,8 +34,8 @@ class DigestRuns:
     """The digest runs of one worker process."""
 
     def __init__(self, redis: Redis, settings: Settings) -> None:
-        self._redis, self._settings = redis, settings
-        self._take = redis.register_script(TAKE_LEASE)
+        self._settings = settings
+        self._leases = CountedLeases(redis, "digest_runs")
         self._running = False  # this process's run (one event loop: no lock needed around the flag)
 
     @contextlib.asynccontextmanager
@@ -49,14 +47,10 @@ class DigestRuns:
             return
         self._running = True
         try:
-            lease = await self._lease()
-            if lease is None:
-                yield self._skipped("cluster_cap", f"{self._settings.digest_concurrent_runs} runs are going already")
-                return
-            try:
-                yield True
-            finally:
-                await self._give_back(lease)
+            cap = self._settings.digest_concurrent_runs
+            # fail open: PostgreSQL's claims still keep each digest from going twice
+            async with self._leases.held(KEY, cap, lease_seconds(self._settings), fail_open=True) as taken:
+                yield taken or self._skipped("cluster_cap", f"{cap} runs are going already")
         finally:
             self._running = False
 
@@ -64,23 +58,3 @@ class DigestRuns:
         log.debug("send_digests: not run, %s", why)
         count_digest_run_skipped(reason)
         return False
-
-    async def _lease(self) -> str | None:
-        """The lease taken (its id; "" when Redis is away and the run goes ahead uncounted); None at the cap."""
-        lease, settings = uuid.uuid4().hex, self._settings
-        try:
-            taken = await self._take(keys=[KEY], args=[settings.digest_concurrent_runs, lease_seconds(settings), lease])
-        except (RedisError, OSError) as error:  # PostgreSQL's claims still keep each digest from going twice
-            REDIS_DEGRADED.labels("digest_runs").inc()
-            log.warning("send_digests: Redis unreachable (%s); running without the cluster's cap", error)
-            return ""
-        return lease if taken else None
-
-    async def _give_back(self, lease: str) -> None:
-        if not lease:
-            return
-        try:
-            await self._redis.zrem(KEY, lease)
-        except (RedisError, OSError) as error:
-            log.warning("send_digests: could not return the run's lease (Redis: %s): it expires in %.0f s", error,
-                        lease_seconds(self._settings))  # fmt: skip

@@ -27,9 +27,16 @@ def unreachable(error: BaseException) -> bool:
     """Whether `error` says PostgreSQL could not be reached (refused, dropped, shutting down), not that a query is
     wrong."""
     if isinstance(error, DBAPIError):
-        sqlstate = str(getattr(error.orig, "sqlstate", None) or getattr(error.orig, "pgcode", None) or "")
-        return error.connection_invalidated or isinstance(error, InterfaceError) or sqlstate.startswith(_DATABASE_GONE)
+        gone = _sqlstate(error).startswith(_DATABASE_GONE)
+        return error.connection_invalidated or isinstance(error, InterfaceError) or gone
     return isinstance(error, (OSError, TimeoutError, PoolTimeout))
+
+
+def _sqlstate(error: BaseException) -> str:
+    """The SQLSTATE PostgreSQL gave for the driver's error under `error` ("" for none). SQLAlchemy's asyncpg adapter
+    sets it as both sqlstate and pgcode, the name other drivers use."""
+    orig = getattr(error, "orig", None)
+    return str(getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None) or "")
 
 
 # SQLSTATE of a statement that failed for the moment: transaction rollback (serialization failure, deadlock), lock
@@ -43,15 +50,13 @@ def transient(error: BaseException) -> bool:
     or an error in the SQL itself (a bug) is not."""
     if unreachable(error):
         return True
-    sqlstate = str(getattr(getattr(error, "orig", None), "sqlstate", None) or "")
-    return isinstance(error, SQLAlchemyError) and sqlstate.startswith(_PASSING)
+    return isinstance(error, SQLAlchemyError) and _sqlstate(error).startswith(_PASSING)
 
 
 def refused_data(error: BaseException) -> bool:
     """Whether PostgreSQL refused the data itself (SQLSTATE class 22, data exception, or 23, integrity), which trying
     again will not change; an outage, a deadlock or a lock timeout is not that."""
-    sqlstate = str(getattr(getattr(error, "orig", None), "sqlstate", None) or "")
-    return not unreachable(error) and sqlstate.startswith(("22", "23"))
+    return not unreachable(error) and _sqlstate(error).startswith(("22", "23"))
 
 
 class DatabaseOutage:

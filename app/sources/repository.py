@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, exists, func, insert, select, text, true, tuple_, update
+from sqlalchemy import ColumnElement, Update, case, exists, func, insert, select, text, true, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -203,7 +203,7 @@ async def release_abandoned_claims(
             CrawlSchedule.status == ClaimStatus.IN_FLIGHT,
             stale | (CrawlSchedule.claimed_by.is_not(None) & ~exists(alive)),
         )
-        .values(status=ClaimStatus.PENDING, next_crawl_at=now, claimed_by=None)
+        .values(**_given_up(due=now))
         .returning(stale)
     )
     reasons = list(released)
@@ -230,7 +230,7 @@ async def release_claims(db: Executor, claims: Sequence[tuple[int, datetime]], *
             CrawlSchedule.status == ClaimStatus.IN_FLIGHT,
             tuple_(CrawlSchedule.source_id, CrawlSchedule.last_triggered_at).in_(list(claims)),
         )
-        .values(status=ClaimStatus.PENDING, next_crawl_at=now, claimed_by=None)
+        .values(**_given_up(due=now))
         .returning(CrawlSchedule.source_id)
     )
     return len(list(released))
@@ -239,24 +239,30 @@ async def release_claims(db: Executor, claims: Sequence[tuple[int, datetime]], *
 async def postpone_claim(db: Executor, source_id: int, *, claimed_at: datetime | None, until: datetime) -> bool:
     """The claim made at `claimed_at` (any, without it) returns to pending, due at `until`; False when it is no
     longer in flight."""
-    query = update(CrawlSchedule).where(
-        CrawlSchedule.source_id == source_id, CrawlSchedule.status == ClaimStatus.IN_FLIGHT
-    )
-    if claimed_at is not None:
-        query = query.where(CrawlSchedule.last_triggered_at == claimed_at)
-    values = {"status": ClaimStatus.PENDING, "claimed_by": None, "next_crawl_at": until}
-    return await db.scalar(query.values(**values).returning(CrawlSchedule.source_id)) is not None
+    query = _named_claim(source_id, claimed_at).values(**_given_up(due=until))
+    return await db.scalar(query.returning(CrawlSchedule.source_id)) is not None
 
 
 async def adopt_claim(db: Executor, source_id: int, *, worker_id: str, claimed_at: datetime | None) -> bool:
     """The worker about to run a claim's job holds it from now on. False when that claim (the one made at
     `claimed_at`; any, without it) is no longer in flight: released since, and perhaps claimed again."""
+    query = _named_claim(source_id, claimed_at).values(claimed_by=worker_id)
+    return await db.scalar(query.returning(CrawlSchedule.source_id)) is not None
+
+
+def _named_claim(source_id: int, claimed_at: datetime | None) -> Update:
+    """The source's claim in flight: the one made at `claimed_at`, or any without it."""
     query = update(CrawlSchedule).where(
         CrawlSchedule.source_id == source_id, CrawlSchedule.status == ClaimStatus.IN_FLIGHT
     )
     if claimed_at is not None:
         query = query.where(CrawlSchedule.last_triggered_at == claimed_at)
-    return await db.scalar(query.values(claimed_by=worker_id).returning(CrawlSchedule.source_id)) is not None
+    return query
+
+
+def _given_up(*, due: datetime) -> dict[str, Any]:
+    """A claim given up: back to pending, held by no worker, due at `due`."""
+    return {"status": ClaimStatus.PENDING, "claimed_by": None, "next_crawl_at": due}
 
 
 REFRESH_COLUMNS = (
