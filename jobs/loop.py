@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import signal
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -37,15 +38,6 @@ class ResilientWorker(Worker):
     def __init__(self, *args: Any, backoff_cap: float = 5, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._backoff = Backoff(cap=backoff_cap)
-        self._shutdown_ran = False
-        if self.on_shutdown is not None:
-            hook = self.on_shutdown
-
-            async def on_shutdown(ctx: dict[str, Any]) -> None:
-                self._shutdown_ran = True
-                await hook(ctx)
-
-            self.on_shutdown = on_shutdown
 
     async def main(self) -> None:
         while True:
@@ -64,18 +56,23 @@ class ResilientWorker(Worker):
                 await asyncio.sleep(wait)
 
     async def close(self) -> None:
-        """arq's close; when Redis is already gone (stopped with the worker, as `newsagg up` stops them together),
-        the worker's own shutdown still runs (its heartbeat signs off, its handles close) and arq's health-check key
-        is left to expire, rather than the stop ending in a traceback with the shutdown skipped."""
+        """arq's close (0.28, pinned: its steps in its order) with one step allowed to fail: removing the health-check
+        key. When Redis is already gone (stopped with the worker, as `newsagg up` stops them together), the key is left
+        to expire and the worker's own shutdown still runs (its heartbeat signs off, its handles close), rather than
+        the stop ending in a traceback with the shutdown skipped."""
+        if not self._handle_signals:
+            self.handle_sig(signal.SIGUSR1)  # arq's way of cancelling its own loop
+        if not self._pool:
+            return
+        await asyncio.gather(*self.tasks.values())
         try:
-            await super().close()
+            await self.pool.delete(self.health_check_key)
         except REDIS_FAILURES as error:
             log.warning("worker: Redis gone at shutdown (%s: %s); stopping without it", type(error).__name__, error)
-            pool, self._pool = self._pool, None
-            if self.on_shutdown is not None and not self._shutdown_ran:
-                await self.on_shutdown(self.ctx)
-            if pool is not None:
-                await pool.aclose(close_connection_pool=True)
+        if self.on_shutdown:
+            await self.on_shutdown(self.ctx)
+        await self.pool.aclose(close_connection_pool=True)
+        self._pool = None
 
 
 def queue_pool(settings: Settings, queue_name: str) -> ArqRedis:
