@@ -11,6 +11,7 @@ from app.ingest.crawl_policy import (
     CrawlState,
     FailureKind,
     after_failure,
+    after_push,
     after_success,
     peak_factor,
 )
@@ -175,3 +176,21 @@ def test_hostile_hints_are_capped_or_ignored() -> None:
     for kind in (FailureKind.STRIKE, FailureKind.GONE, FailureKind.THROTTLED):
         decision = after_failure(CrawlState(), POLICY, now=NOW, kind=kind, retry_after_s=10 * 86400)
         assert interval(decision) == POLICY.hint_max_s, kind
+
+
+def test_a_poll_stored_after_a_push_that_arrived_while_it_fetched_keeps_the_rate_clock() -> None:
+    """A poll's clock is when its request went out; a push stored while the request ran has moved the rate's clock
+    past it. The clock stays there (moved back, the next sample would measure the push's interval again), the poll's
+    articles add no rate sample, and they count in the hours."""
+    start = NOW - timedelta(hours=1)
+    pushed = after_push(CrawlState(articles_per_hour=4.0, last_fetched_at=start), POLICY,
+                        now=NOW + timedelta(seconds=5), new_published=[NOW])  # fmt: skip
+    polled = success(pushed, new=3).state  # the poll's request went out at NOW, before the push was stored
+    assert polled.last_fetched_at == NOW + timedelta(seconds=5)
+    assert polled.articles_per_hour == pushed.articles_per_hour
+    assert sum(polled.hourly_histogram) == sum(pushed.hourly_histogram) + 3
+    later = after_push(polled, POLICY, now=NOW + timedelta(minutes=30, seconds=5), new_published=[NOW] * 2)
+    # one sample over the 30 minutes since the clock: 2 articles in half an hour
+    assert (
+        later.articles_per_hour == POLICY.rate_ema_alpha * 4.0 + (1 - POLICY.rate_ema_alpha) * polled.articles_per_hour
+    )

@@ -117,8 +117,7 @@ def after_success(
     if state.last_fetched_at is None:
         rate = rate_from_spread(document_published) or 0.0
     else:
-        elapsed_h = (now - state.last_fetched_at).total_seconds() / 3600
-        rate = updated_rate(state.articles_per_hour, len(new_published), elapsed_h, policy.rate_ema_alpha)
+        rate = _sampled_rate(state, policy, now, len(new_published))
     histogram = _with_new_articles(state.hourly_histogram, new_published)
     interval: float = success_interval_s(rate, policy.target_new_articles, bounds.min_interval_s, bounds.max_interval_s)
     interval = max(interval / peak_factor(histogram, now.hour, policy.peak_max_speedup), bounds.min_interval_s)
@@ -127,7 +126,7 @@ def after_success(
     new_state = CrawlState(
         articles_per_hour=rate,
         hourly_histogram=histogram,
-        last_fetched_at=now,
+        last_fetched_at=_clock(state, now),
         redirect_url=redirect_url,
         redirect_streak=streak,
     )
@@ -138,12 +137,23 @@ def after_push(state: CrawlState, policy: CrawlPolicy, *, now: datetime, new_pub
     """A hub pushed the articles published at `new_published`: they count towards the source's rate (its clock,
     `last_fetched_at`, moves on as after a poll) and its hours. Nothing else changes: a push says nothing of whether
     the feed's URL answers, so failures, circuit, back-off and redirect streak are the polls' alone."""
-    rate = state.articles_per_hour
-    if state.last_fetched_at is not None:
-        elapsed_h = (now - state.last_fetched_at).total_seconds() / 3600
-        rate = updated_rate(rate, len(new_published), elapsed_h, policy.rate_ema_alpha)
+    rate = _sampled_rate(state, policy, now, len(new_published))
     histogram = _with_new_articles(state.hourly_histogram, new_published)
-    return replace(state, articles_per_hour=rate, hourly_histogram=histogram, last_fetched_at=now)
+    return replace(state, articles_per_hour=rate, hourly_histogram=histogram, last_fetched_at=_clock(state, now))
+
+
+def _sampled_rate(state: CrawlState, policy: CrawlPolicy, now: datetime, new_articles: int) -> float:
+    """The rate with one more sample: `new_articles` found at `now` since the rate's clock. An outcome from before the
+    clock (a poll whose request went out before a push that was stored while it ran) adds no sample: its articles
+    still count in the hours."""
+    elapsed_h = (now - state.last_fetched_at).total_seconds() / 3600 if state.last_fetched_at else 0.0
+    return updated_rate(state.articles_per_hour, new_articles, elapsed_h, policy.rate_ema_alpha)
+
+
+def _clock(state: CrawlState, now: datetime) -> datetime:
+    """The rate's clock after an outcome found at `now`: it never goes back (to a poll's request time, from a push
+    stored while that poll ran), or the next sample would measure the push's interval twice."""
+    return now if state.last_fetched_at is None else max(now, state.last_fetched_at)
 
 
 def _redirect(
