@@ -221,3 +221,18 @@ def test_a_title_abbreviation_ends_no_sentence_but_a_name_before_a_full_stop_doe
 def test_soft_hyphens_and_zero_width_characters_do_not_split_a_name(invisible: str) -> None:
     found = extract(f"Angela Mer{invisible}kel besucht Paris heute", "", "de")
     assert {e.key for e in found} == {"per:angela merkel", "loc:paris"}
+
+
+@pytest.mark.parametrize(
+    ("title", "before", "name", "role"),
+    [
+        ("Texas Lieutenant Governor Dan Patrick says", "Texas", "Dan Patrick", "lieutenant governor"),
+        ("Texas Lt. Gov. Dan Patrick says", "Texas", "Dan Patrick", "lieutenant governor"),
+        ("UK Prime Minister Boris Johnson tests positive", "UK", "Boris Johnson", "prime minister"),
+    ],
+)  # fmt: skip
+def test_a_role_of_two_words_written_out_or_abbreviated_is_cut_from_the_name_before_it(
+    title: str, before: str, name: str, role: str
+) -> None:
+    found = {e.name: (e.kind, e.role) for e in extract(title, "", "en")}
+    assert found == {before: ("LOC", None), name: ("PER", role)}

@@ -119,13 +119,13 @@ def _add(found: dict[str, _Found], phrase: Phrase, stop: frozenset[str]) -> None
 
 def _split_at_roles(phrase: Phrase) -> list[tuple[Phrase, bool]]:
     """ "Kodak CEO Jim Continenza" is an organisation (the name before a company role), then a person with a role;
-    an abbreviated role of two words is cut before its first ("Texas Lt. Gov. Dan Patrick")."""
+    a role of two words is cut before its first ("Texas Lt. Gov. Dan Patrick", "UK Prime Minister Boris Johnson")."""
     words, parts, start = phrase.words, [], 0
     for index in range(1, len(words) - 1):
         if words[index].casefold() not in ROLES:
             continue
-        pair = " ".join(words[index - 1 : index + 1]).casefold()  # "Prime Minister" stays whole
-        begin = index if pair not in ROLES else index - 1 if pair.endswith(".") else start
+        pair = " ".join(words[index - 1 : index + 1]).casefold()  # "Prime Minister" is one role
+        begin = index - 1 if pair in ROLES else index  # before a role of two words ("Lieutenant Governor", "Lt. Gov.")
         if begin > start:
             employer = ROLES[words[index].casefold()] in COMPANY_ROLES
             parts.append((Phrase(words[start:begin], phrase.sentence_start and start == 0), employer))
