@@ -153,8 +153,8 @@ async def test_cursors_of_other_searches_and_forged_ones_get_typed_errors(gql: G
     other = await gql.post(document("Search"), {"query": "rates", "after": after})
     assert other["errors"][0]["extensions"]["code"] == "BAD_CURSOR"  # a cursor of another search
     fingerprint, _, _, asked, newest, *position = decode_cursor(CURSOR, after, 8)
-    for offset, corrected, code in ((2, 42, "BAD_CURSOR"), (-1, None, "BAD_CURSOR"), (2, "x" * 201, "BAD_USER_INPUT"),
-                                    (2, "---", "BAD_USER_INPUT")):  # fmt: skip
+    for offset, corrected, code in ((2, 42, "BAD_CURSOR"), (-1, None, "BAD_CURSOR"), (True, None, "BAD_CURSOR"),
+                                    (2, "x" * 201, "BAD_USER_INPUT"), (2, "---", "BAD_USER_INPUT")):  # fmt: skip
         forged = encode_cursor(CURSOR, [fingerprint, offset, corrected, asked, newest, *position])  # corrected words
         answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
         assert answer["errors"][0]["extensions"]["code"] == code, (offset, corrected)
@@ -165,8 +165,9 @@ async def test_cursors_of_other_searches_and_forged_ones_get_typed_errors(gql: G
         answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
         assert answer["errors"][0]["extensions"]["code"] == "BAD_CURSOR", (moment, last)
     tier, score, article = position
-    for forged_position in ([3, score, article], [tier, "0.5", article], [tier, score, "1"], [tier, score, True],
-                            [2, score, article], [None, score, article], [tier, None, None]):  # fmt: skip
+    for forged_position in ([3, score, article], [True, score, article], [tier, "0.5", article], [tier, score, "1"],
+                            [tier, score, True], [2, score, article], [None, score, article],
+                            [tier, None, None]):  # fmt: skip
         forged = encode_cursor(CURSOR, [fingerprint, 2, None, asked, newest, *forged_position])
         answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
         assert answer["errors"][0]["extensions"]["code"] == "BAD_CURSOR", forged_position

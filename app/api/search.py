@@ -16,7 +16,7 @@ from strawberry import relay
 from app.api.context import Info
 from app.api.errors import bad_argument, bad_cursor
 from app.api.filters import language_codes, topic_values
-from app.api.relay import decode_cursor, encode_cursor, id_of, page_size
+from app.api.relay import decode_cursor, encode_cursor, id_of, page_size, whole
 from app.api.scalars import instant
 from app.api.types.article import ArticleNode
 from app.api.types.enums import TopicEnum
@@ -173,8 +173,7 @@ class _Page:
 def _later_page(after: str, fingerprint: str, newest_first: bool) -> _Page:
     cursor_print, offset, corrected, asked, newest_id, *position = decode_cursor(CURSOR, after, 8)
     now = instant(asked)
-    valid = (isinstance(offset, int) and offset >= 0 and (corrected is None or isinstance(corrected, str))
-             and isinstance(newest_id, int) and not isinstance(newest_id, bool))  # fmt: skip
+    valid = whole(offset, least=0) and (corrected is None or isinstance(corrected, str)) and whole(newest_id, least=0)
     if now is None or not _askable(now) or cursor_print != fingerprint or not valid:
         raise bad_cursor("the cursor belongs to another search")
     return _Page(offset, corrected, now, newest_id, _position(position, newest_first))
@@ -193,7 +192,7 @@ def _position(key: list[object], newest_first: bool) -> SearchPosition | None:
     tier, value, article_id = key
     if tier is None and value is None and article_id is None:
         return None
-    if tier not in (TITLE_TIER, BODY_TIER) or not isinstance(article_id, int) or isinstance(article_id, bool):
+    if not (whole(tier) and tier in (TITLE_TIER, BODY_TIER) and whole(article_id)):
         raise bad_cursor()
     if tier == BODY_TIER or newest_first:  # a publication time
         moment = instant(value)
