@@ -15,8 +15,8 @@ from strawberry.dataloader import DataLoader
 
 from app.api.errors import bad_argument, bad_cursor
 from app.api.scalars import instant
-from app.ingest.text import unstorable
 from app.settings import Settings
+from app.text.storable import unstorable
 
 T = TypeVar("T", bound=relay.Node)
 N = TypeVar("N", bound=relay.Node)
