@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from redis.asyncio import Redis
@@ -15,6 +15,7 @@ from app.ratelimit.policies import RateLimits
 from app.realtime.broadcast import Broadcaster
 from app.realtime.catchup import read_missed
 from app.redis_client import redis_client
+from app.resilience.outage import DatabaseOutage
 from app.search.service import Search
 from app.settings import Settings
 from app.sharing.keys import SigningKey
@@ -36,6 +37,9 @@ class Services:
     rate_limits: RateLimits
     notifications: NotificationRouter  # the live notificationAdded subscriptions of this process
     share_key: SigningKey
+    # the live subscriptions' credential checks (app/api/live_auth.py): an outage of their own, so a check that
+    # succeeds never reports over an outage the notification router's reads are still in
+    live_auth: DatabaseOutage = field(default_factory=lambda: DatabaseOutage("live_auth"))
 
     @classmethod
     def open(cls, settings: Settings, *, pre_ping: bool = True) -> Services:

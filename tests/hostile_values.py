@@ -82,7 +82,7 @@ SWEEP: dict[str, list[Any]] = {
         "",
         encode_cursor("breaking", [2**64]),
         encode_cursor("article", ["0001-01-01T00:00:00+14:00", 1]),
-        encode_cursor("search", ["x", 2**62, None, "0001-01-01T00:00:00+14:00", 2**62]),
+        encode_cursor("search", ["x", 2**62, None, "0001-01-01T00:00:00+14:00", 2**62, 1, 0.5, 2**62]),
         encode_cursor("feed", ["x", 2**63 - 1]),
     ],
     "ID": FORGED_IDS,

@@ -189,6 +189,22 @@ async def test_reported_cases_are_typed_errors(
     assert [e["extensions"]["code"] for e in response.json()["errors"]] == [code]
 
 
+FORGED_KEYS = [  # cursors of the right shape whose key names no row: JSON's true (an int to Python), an id of 0
+    ("breakingEvents true", "BreakingEvents", {"after": cursor("breaking", True)}),
+    ("articles true", "Articles", {"after": cursor("article", "2024-05-01T00:00:00+00:00", True)}),
+    ("articles 0", "Articles", {"after": cursor("article", "2024-05-01T00:00:00+00:00", 0)}),
+    ("feed true", "Feed", {"after": cursor("feed", "x", True)}),
+]
+
+
+@pytest.mark.parametrize(("case", "name", "variables"), FORGED_KEYS, ids=[c[0] for c in FORGED_KEYS])
+async def test_a_cursor_key_that_names_no_row_is_a_bad_cursor(
+    gql: GraphQLClient, services: Services, case: str, name: str, variables: dict[str, Any]
+) -> None:
+    answer = await gql.post(document(name), variables)
+    assert [e["extensions"]["code"] for e in answer["errors"]] == ["BAD_CURSOR"], answer
+
+
 async def test_a_source_interval_out_of_bounds_is_refused_before_the_database(gql: GraphQLClient,
                                                                               services: Services) -> None:  # fmt: skip
     """The reported case (1e-6 minutes was a CHECK violation with its INSERT) and the other extremes."""

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from typing import Any
 
 import pytest
 
+from app.api.auth import authenticated
+from app.api.context import Context
+from app.api.live_auth import still_signed_in
+from app.api.queue import JobQueue
 from app.notifications.fanout import fan_out
 from app.services import Services
 from app.settings import Settings
@@ -109,3 +114,22 @@ async def test_the_graphql_ws_client_sees_its_subscription_end_when_it_signs_out
         assert [e["extensions"]["code"] for e in ended["errors"]] == ["UNAUTHENTICATED"]
         assert [frame async for frame in frames] == [{"complete": True}, {"closed": 1000}]
         assert await asyncio.wait_for(client.wait(), 20) == 0
+
+
+async def test_a_credential_check_that_succeeds_does_not_end_the_notification_routers_outage(
+    gql: GraphQLClient, services: Services, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Given the notification router's reads finding PostgreSQL away, when a live subscription's credential check
+    succeeds, then the router's outage goes on (only its own reads say PostgreSQL is back): the check is a part
+    of its own."""
+    token = await sign_up(gql, "checked@example.com")
+    context = Context.create(services, JobQueue(settings))
+    context.connection_params = {"authorization": f"Bearer {token}"}
+    reader = await authenticated(context)
+    assert reader is not None
+    assert services.notifications.database.noted(ConnectionRefusedError("PostgreSQL away"))
+    with caplog.at_level(logging.INFO, logger="app.resilience.outage"):
+        await still_signed_in(context, reader)
+        assert "back after" not in caplog.text
+        services.notifications.database.ended()  # its own read succeeded
+        assert "notifications: PostgreSQL back after" in caplog.text

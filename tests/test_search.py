@@ -119,31 +119,69 @@ async def test_pages_walk_the_matches_there_were_when_the_first_page_was_asked(
     assert set(before) < set(after)
 
 
+@pytest.mark.parametrize("sort", ["DATE", "RELEVANCE"])
+async def test_an_article_committing_late_under_the_newest_id_moves_no_hit_between_pages(
+    gql: GraphQLClient, services: Services, settings: Settings, sort: str
+) -> None:
+    """Given an article whose id was taken (in a transaction still open) before the first page's newest article,
+    when it commits, the best and newest match, after the first page, then the next pages neither repeat a hit nor
+    skip one that was there at the first page: it is not at an offset that the late article shifts."""
+    outlets = await search_newsroom(services, settings)
+    async with services.db() as late:
+        reserved = int(await late.scalar(text("SELECT nextval(pg_get_serial_sequence('articles', 'id'))")))
+        _, [committed] = await add_story(services, StorySpec("Flood barriers hold in Seville", outlets[:1]))
+        assert committed > reserved
+        there = await walk(gql, "flood", sort=sort)
+        assert len(there) == len(set(there)) == 6
+
+        async def late_commit() -> None:
+            now = datetime.now(UTC)
+            late.add(Article(id=reserved, source_id=outlets[0], external_id="late", url="https://late.example/1",
+                             title="Flood flood flood: the dam breaks", summary="", author=None, published_at=now,
+                             crawled_at=now, content_hash=reserved, language="en", topics=["world"]))  # fmt: skip
+            await late.commit()
+
+        seen = await walk(gql, "flood", sort=sort, between_pages=late_commit)
+    assert len(seen) == len(set(seen))
+    assert set(there) <= set(seen)
+
+
 async def test_cursors_of_other_searches_and_forged_ones_get_typed_errors(gql: GraphQLClient, services: Services,
                                                                           settings: Settings) -> None:  # fmt: skip
     await search_newsroom(services, settings)
     after = (await gql.run("Search", query="flood", first=2))["search"]["pageInfo"]["endCursor"]
     other = await gql.post(document("Search"), {"query": "rates", "after": after})
     assert other["errors"][0]["extensions"]["code"] == "BAD_CURSOR"  # a cursor of another search
-    fingerprint, _, _, asked, newest = decode_cursor(CURSOR, after, 5)
-    for offset, corrected, code in ((2, 42, "BAD_CURSOR"), (-1, None, "BAD_CURSOR"), (2, "x" * 201, "BAD_USER_INPUT"),
-                                    (2, "---", "BAD_USER_INPUT")):  # fmt: skip
-        forged = encode_cursor(CURSOR, [fingerprint, offset, corrected, asked, newest])  # a corrected search's words
+    fingerprint, _, _, asked, newest, *position = decode_cursor(CURSOR, after, 8)
+    for offset, corrected, code in ((2, 42, "BAD_CURSOR"), (-1, None, "BAD_CURSOR"), (True, None, "BAD_CURSOR"),
+                                    (2, "x" * 201, "BAD_USER_INPUT"), (2, "---", "BAD_USER_INPUT")):  # fmt: skip
+        forged = encode_cursor(CURSOR, [fingerprint, offset, corrected, asked, newest, *position])  # corrected words
         answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
         assert answer["errors"][0]["extensions"]["code"] == code, (offset, corrected)
     for moment, last in (("yesterday", newest), ("2026-01-01T00:00:00", newest), ("0001-01-01T00:00:00+05:00", newest),
                          ("0001-01-01T00:00:00Z", newest), ("9999-12-31T23:59:59.999999Z", newest),
                          ("1999-12-31T23:59:59Z", newest), (asked, None), (asked, "1"), (asked, True)):  # fmt: skip
-        forged = encode_cursor(CURSOR, [fingerprint, 2, None, moment, last])  # when it was asked, its newest article
+        forged = encode_cursor(CURSOR, [fingerprint, 2, None, moment, last, *position])  # when asked, newest article
         answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
         assert answer["errors"][0]["extensions"]["code"] == "BAD_CURSOR", (moment, last)
+    tier, score, article = position
+    for forged_position in ([3, score, article], [True, score, article], [tier, "0.5", article], [tier, score, "1"],
+                            [tier, score, True], [2, score, article], [None, score, article],
+                            [tier, None, None]):  # fmt: skip
+        forged = encode_cursor(CURSOR, [fingerprint, 2, None, asked, newest, *forged_position])
+        answer = await gql.post(document("Search"), {"query": "flood", "after": forged})
+        assert answer["errors"][0]["extensions"]["code"] == "BAD_CURSOR", forged_position
+    meili_page = encode_cursor(CURSOR, [fingerprint, 2, None, asked, newest, None, None, None])  # by offset
+    assert "errors" not in await gql.post(document("Search"), {"query": "flood", "after": meili_page})
     month = (await gql.run("Search", query="flood", first=2, freshness="MONTH"))["search"]["pageInfo"]["endCursor"]
-    month_print = decode_cursor(CURSOR, month, 5)[0]
+    month_key = decode_cursor(CURSOR, month, 8)
+    month_print, month_position = month_key[0], month_key[5:]
     for moment in ("2000-01-01T00:00:00Z", (datetime.now(UTC) + timedelta(hours=23)).isoformat()):  # the extremes
-        forged = encode_cursor(CURSOR, [month_print, 2, None, moment, newest])
+        forged = encode_cursor(CURSOR, [month_print, 2, None, moment, newest, *month_position])
         answer = await gql.post(document("Search"), {"query": "flood", "freshness": "MONTH", "after": forged})
         assert "errors" not in answer, (moment, answer)
-    for old in ([fingerprint, 2, None], [fingerprint, 2, None, asked]):  # cursors of the shapes pages once had
+    once_had = ([fingerprint, 2, None], [fingerprint, 2, None, asked], [fingerprint, 2, None, asked, newest])
+    for old in once_had:  # cursors of the shapes pages once had
         answer = await gql.post(document("Search"), {"query": "flood", "after": encode_cursor(CURSOR, old)})
         assert answer["errors"][0]["extensions"]["code"] == "BAD_CURSOR", old
 

@@ -15,12 +15,12 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from app.ingest.text import unstorable
 from app.runtime.processes import free_port
 from app.services import Services
 from app.settings import Settings
 from app.sources.models import CrawlSchedule, Source, SourceStatus
 from app.sources.rules import MAX_INTERVAL_MINUTES
+from app.text.storable import unstorable
 from app.users.models import User
 from app.users.service import FIRST_ADMIN_HINT, first_admin_hint
 from tests.conftest import REPO, GraphQLClient, document

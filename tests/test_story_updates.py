@@ -13,7 +13,6 @@ import pytest
 from sqlalchemy import select
 
 from app.api import subscriptions
-from app.api.types import story_update
 from app.articles.repository import NewArticle, insert_new
 from app.outbox import repository as outbox
 from app.outbox.models import OutboxEvent
@@ -21,10 +20,12 @@ from app.realtime.broadcast import channel_of, channel_prefix
 from app.services import Services
 from app.settings import Settings
 from app.sources.service import SourceRequest, create_source
+from app.stories import watching
 from app.stories.models import StoryCluster
 from app.stories.service import cluster_articles
 from app.stories.updates import STORY_UPDATED_TOPIC
 from app.stories.velocity import BREAKING_TOPIC
+from app.stories.watching import Sessions
 from jobs.outbox import publish_outbox
 from tests.conftest import document, next_message, subscribe_message, subscribe_ws, until_listening, ws_connection
 from tests.newsroom import global_id, merge_story, two_stories_of_one_event
@@ -163,11 +164,10 @@ async def test_an_update_published_while_the_subscription_starts_is_not_missed(a
                                                                               ) -> None:  # fmt: skip
     [fed_id] = set((await cluster_articles(services.engine, await articles(services, settings, FED, range(2)))
                     ).values())  # fmt: skip
-    read_at_subscribe = story_update.current_story
 
-    async def read_then_articles_join(services: Services, story_id: int) -> StoryCluster | None:
+    async def read_then_articles_join(sessions: Sessions, story_id: int) -> StoryCluster | None:
         """The story read at subscribe time; then, before anything else, an outlet joins it and the relay publishes."""
-        story = await read_at_subscribe(services, story_id)
+        story = await watching.current_story(sessions, story_id)
         await cluster_articles(services.engine, await articles(services, settings, FED, range(2, 3)))
         assert await publish_outbox(services) == 1
         return story

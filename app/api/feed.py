@@ -18,7 +18,7 @@ from app.api import auth
 from app.api.context import Info
 from app.api.errors import BadRequest, bad_cursor
 from app.api.filters import language_codes
-from app.api.relay import after_time_key, build_connection, decode_cursor, encode_cursor, page_size
+from app.api.relay import after_time_key, build_connection, decode_cursor, encode_cursor, page_size, whole
 from app.api.response_cache import FEED_VERSION, limit_max_age
 from app.api.types.article import ArticleNode
 from app.api.types.enums import TopicEnum
@@ -110,7 +110,7 @@ async def _snapshot(info: Info, scope: feeds.FeedScope, after: str | None) -> tu
         version = info.context.extra.get(FEED_VERSION)  # read already by the response cache, if it ran
         return await feeds.current(services, scope, datetime.now(UTC), version), 0
     snapshot_id, offset = decode_cursor(CURSOR, after, 2)
-    if not isinstance(snapshot_id, str) or not isinstance(offset, int) or offset < 0:
+    if not isinstance(snapshot_id, str) or not whole(offset, least=0):
         raise bad_cursor()
     try:
         found = await feeds.snapshot(services, snapshot_id)

@@ -18,9 +18,9 @@ T = TypeVar("T")
 
 async def still_signed_in(context: Context, user: User) -> None:
     """UNAUTHENTICATED unless the credential `context` carries names `user` now: checked again (through the
-    process's credential cache), never remembered; a check that finds PostgreSQL away waits it out."""
-    outage = context.services.notifications.database
-    current = await outage.retried(lambda: authenticated(context))
+    process's credential cache), never remembered; a check that finds PostgreSQL away waits it out, logged and counted
+    as the `live_auth` part's outage."""
+    current = await context.services.live_auth.retried(lambda: authenticated(context))
     if current is None or current.id != user.id:
         raise BadRequest("UNAUTHENTICATED", "signed out: the bearer token has expired or was revoked")
 

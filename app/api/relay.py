@@ -8,15 +8,15 @@ import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from strawberry import relay
 from strawberry.dataloader import DataLoader
 
 from app.api.errors import bad_argument, bad_cursor
 from app.api.scalars import instant
-from app.ingest.text import unstorable
 from app.settings import Settings
+from app.text.storable import unstorable
 
 T = TypeVar("T", bound=relay.Node)
 N = TypeVar("N", bound=relay.Node)
@@ -54,12 +54,18 @@ def _storable(part: Any) -> bool:
     return part is None
 
 
+def whole(part: object, *, least: int = 1) -> TypeGuard[int]:
+    """Whether a decoded cursor's key part is an integer of at least `least` (a row id: 1; an offset: 0), not a
+    boolean (JSON's true would pass Python's isinstance as 1); decode_cursor has kept it within 64 bits."""
+    return isinstance(part, int) and not isinstance(part, bool) and part >= least
+
+
 def after_id_key(kind: str, after: str | None) -> int | None:
     """The key of an `after` cursor over rows in id order (None: from the start)."""
     if after is None:
         return None
     key = decode_cursor(kind, after, 1)[0]
-    if not isinstance(key, int):
+    if not whole(key):
         raise bad_cursor()
     return key
 
@@ -70,7 +76,7 @@ def after_time_key(kind: str, after: str | None) -> tuple[datetime, int] | None:
         return None
     moment, row = decode_cursor(kind, after, 2)
     at = instant(moment)
-    if at is None or not isinstance(row, int):
+    if at is None or not whole(row):
         raise bad_cursor()
     return at, row
 

@@ -16,13 +16,21 @@ from strawberry import relay
 from app.api.context import Info
 from app.api.errors import bad_argument, bad_cursor
 from app.api.filters import language_codes, topic_values
-from app.api.relay import decode_cursor, encode_cursor, id_of, page_size
+from app.api.relay import decode_cursor, encode_cursor, id_of, page_size, whole
 from app.api.scalars import instant
 from app.api.types.article import ArticleNode
 from app.api.types.enums import TopicEnum
 from app.api.types.story import StoryNode, load_story
 from app.articles.models import Article
-from app.search.query import SearchHit, SearchQuery, SearchRejected, days_before
+from app.search.query import (
+    BODY_TIER,
+    TITLE_TIER,
+    SearchHit,
+    SearchPosition,
+    SearchQuery,
+    SearchRejected,
+    days_before,
+)
 
 CURSOR = "search"
 EARLIEST_ASKED = datetime(2000, 1, 1, tzinfo=UTC)  # no search was asked before this software was written
@@ -116,10 +124,11 @@ async def search(
         by_story=group_by_story, newest_first=sort is SearchSort.DATE,
     )  # fmt: skip
     fingerprint = _fingerprint(wanted, from_, freshness)
-    page = _Page(0, None, datetime.now(UTC), None) if after is None else _later_page(after, fingerprint)
-    searched = dataclasses.replace(
-        wanted, text=page.corrected or wanted.text, since=_since(from_, freshness, page.now), newest_id=page.newest_id
-    )  # the first page's words, moment and articles
+    page = (_Page(0, None, datetime.now(UTC), None, None) if after is None
+            else _later_page(after, fingerprint, wanted.newest_first))  # fmt: skip
+    # the first page's words, moment and articles, from where the previous page ended
+    searched = dataclasses.replace(wanted, text=page.corrected or wanted.text, since=_since(from_, freshness, page.now),
+                                   newest_id=page.newest_id, after=page.after)  # fmt: skip
     try:
         found = await info.context.services.search.search(searched, now=page.now, limit=size + 1, offset=page.offset)
     except SearchRejected as error:
@@ -128,8 +137,8 @@ async def search(
     frozen = [page.now.isoformat(), found.newest_id]
     hits = found.hits[:size]
     rows = await info.context.loaders.article_by_id.load_many([h.article_id for h in hits])
-    edges = [SearchEdge(cursor=encode_cursor(CURSOR, [fingerprint, offset + n + 1, corrected, *frozen]),
-                        node=_node(hit, row))
+    edges = [SearchEdge(cursor=encode_cursor(CURSOR, [fingerprint, offset + n + 1, corrected, *frozen,
+                                                      *_position_key(hit.position)]), node=_node(hit, row))
              for n, (hit, row) in enumerate(zip(hits, rows, strict=True)) if row is not None]  # fmt: skip
     return SearchConnection(
         edges=edges,
@@ -145,22 +154,54 @@ async def search(
 class _Page:
     """Where a page of a search starts, and what its first page fixed for every later one: the corrected words, the
     moment it was asked (freshness, and the `freshness` window, are reckoned from it) and the newest article then
-    (none stored since is among its matches, so pages neither repeat a hit nor skip one as articles arrive)."""
+    (none stored since is among its matches: the pages walk one set, and new matches do not push older ones out of
+    the newest `candidates` that PostgreSQL ranks, nor shift Meilisearch's offsets).
+
+    A page starts after the previous page's last hit (`after`, a position in PostgreSQL's order), not at an offset:
+    an article's id is taken before its transaction commits, so an article with an id under `newest_id` can commit
+    after the first page, and at an offset it would shift every later hit by one (a hit shown twice, or one never
+    shown). After a position it is shown or not, and nothing else moves. A page Meilisearch answered carries no
+    position (its ranking cannot be resumed from one), and its next page goes by `offset`."""
 
     offset: int
     corrected: str | None
     now: datetime
     newest_id: int | None
+    after: SearchPosition | None
 
 
-def _later_page(after: str, fingerprint: str) -> _Page:
-    cursor_print, offset, corrected, asked, newest_id = decode_cursor(CURSOR, after, 5)
+def _later_page(after: str, fingerprint: str, newest_first: bool) -> _Page:
+    cursor_print, offset, corrected, asked, newest_id, *position = decode_cursor(CURSOR, after, 8)
     now = instant(asked)
-    valid = (isinstance(offset, int) and offset >= 0 and (corrected is None or isinstance(corrected, str))
-             and isinstance(newest_id, int) and not isinstance(newest_id, bool))  # fmt: skip
+    valid = whole(offset, least=0) and (corrected is None or isinstance(corrected, str)) and whole(newest_id, least=0)
     if now is None or not _askable(now) or cursor_print != fingerprint or not valid:
         raise bad_cursor("the cursor belongs to another search")
-    return _Page(offset, corrected, now, newest_id)
+    return _Page(offset, corrected, now, newest_id, _position(position, newest_first))
+
+
+def _position_key(position: SearchPosition | None) -> list[object]:
+    """A hit's position as the cursor's last three parts (tier, sort value, id), or three nulls."""
+    if position is None:
+        return [None, None, None]
+    value = position.value.isoformat() if isinstance(position.value, datetime) else position.value
+    return [position.tier, value, position.article_id]
+
+
+def _position(key: list[object], newest_first: bool) -> SearchPosition | None:
+    """The position `_position_key` wrote; BAD_CURSOR for any other."""
+    tier, value, article_id = key
+    if tier is None and value is None and article_id is None:
+        return None
+    if not (whole(tier) and tier in (TITLE_TIER, BODY_TIER) and whole(article_id)):
+        raise bad_cursor()
+    if tier == BODY_TIER or newest_first:  # a publication time
+        moment = instant(value)
+        if moment is None:
+            raise bad_cursor()
+        return SearchPosition(tier, moment, article_id)
+    if not isinstance(value, int | float) or isinstance(value, bool):  # a score (decode_cursor: finite)
+        raise bad_cursor()
+    return SearchPosition(tier, float(value), article_id)
 
 
 def _askable(now: datetime) -> bool:

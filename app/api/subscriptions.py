@@ -18,10 +18,11 @@ from app.api.types.article import ArticleNode
 from app.api.types.breaking import BreakingEvent
 from app.api.types.enums import TopicEnum
 from app.api.types.notification import NotificationNode
-from app.api.types.story_update import StoryUpdate, current_story, follow_story
+from app.api.types.story_update import StoryUpdate
 from app.ingest.events import ARTICLES_ADDED
 from app.stories.models import StoryCluster
 from app.stories.velocity import BREAKING_TOPIC
+from app.stories.watching import current_story, watch_story
 
 
 def _resolving(info: Info, event: dict[str, Any] | None) -> None:
@@ -87,13 +88,14 @@ class Subscription:
                                          "time.")  # fmt: skip
     async def story_updated(self, info: Info, id: relay.GlobalID) -> AsyncGenerator[StoryUpdate, None]:
         services = info.context.services
-        story = await current_story(services, id_of(id, "Story", "id"))
+        story = await current_story(services.db, id_of(id, "Story", "id"))
         if story is None:
             raise BadRequest("NOT_FOUND", "no story has this id")
         return _updates(info, story)
 
 
 async def _updates(info: Info, story: StoryCluster) -> AsyncGenerator[StoryUpdate, None]:
-    async for update in follow_story(info.context.services, story):
-        _resolving(info, update.event)
-        yield update
+    services = info.context.services
+    async for change in watch_story(services.broadcaster, services.db, story):
+        _resolving(info, change.event)
+        yield StoryUpdate.of(change)

@@ -1,6 +1,7 @@
 """Text PostgreSQL cannot store (a NUL character, a lone UTF-16 surrogate) is refused before any resolver runs, wherever
 a client put it: in a variable, at any depth, or in an escape of a string literal of the document (the parser refuses
-a lone surrogate anywhere else in it). What text that is, app/ingest/text.py says (`unstorable`), for feed text too."""
+a lone surrogate anywhere else in it). What text that is, app/text/storable.py says (`unstorable`), for feed text
+too."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 from strawberry.extensions import SchemaExtension
 
 from app.api.errors import bad_argument
-from app.ingest.text import unstorable
+from app.text.storable import unstorable
 from graphql import DocumentNode, StringValueNode, Visitor, visit
 
 

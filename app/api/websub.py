@@ -10,9 +10,9 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from app.api.queue import JobQueue
-from app.ingest.text import unstorable
 from app.queue_names import INGEST_PUSH
 from app.services import Services
+from app.text.storable import unstorable
 from app.websub.pushes import Pushed, receive
 from app.websub.service import PushVerdict, accept_push, verify_intent
 

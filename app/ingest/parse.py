@@ -13,8 +13,9 @@ from typing import Any
 import feedparser
 
 from app.ingest.jsonfeed import NotJsonFeed, looks_like_json, read_json_feed
-from app.ingest.text import html_to_text, storable
+from app.ingest.text import html_to_text
 from app.ingest.urls import normalized_or_none
+from app.text.storable import storable
 
 log = logging.getLogger(__name__)
 # A DOCTYPE's internal subset is where entity bombs live; feeds never need it.

@@ -1,11 +1,13 @@
-"""HTML fragments from feeds to safe plain text: tags, scripts and styles gone, entities decoded; and what text
-PostgreSQL can store."""
+"""HTML fragments from feeds to safe plain text: tags, scripts and styles gone, entities decoded, and only text
+PostgreSQL can store (app/text/storable.py)."""
 
 from __future__ import annotations
 
 import re
 from html import unescape
 from html.parser import HTMLParser
+
+from app.text.storable import storable
 
 _SKIPPED = frozenset({"script", "style", "noscript", "template", "iframe", "object", "svg", "head"})
 _BLOCKS = frozenset({"p", "br", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote"})
@@ -47,27 +49,4 @@ def html_to_text(fragment: str, max_chars: int | None = None) -> str:
         cut = text[: max_chars - 1]
         space = cut.rfind(" ")
         text = (cut[:space] if space > max_chars // 2 else cut).rstrip() + "…"
-    return text
-
-
-def unstorable(text: str) -> str | None:
-    """Why `text` cannot be stored as PostgreSQL text, or None when it can: a NUL character (which text columns
-    refuse) or a lone surrogate (which UTF-8 cannot encode; JSON feeds and GraphQL escapes can carry them). The one
-    rule: feed text is cleaned by it (`storable`), API input refused by it (app/api/text_input.py)."""
-    if "\x00" in text:
-        return "a NUL character (U+0000)"
-    if not text.isascii():
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            return "a lone surrogate (U+D800 to U+DFFF), which is not a character"
-    return None
-
-
-def storable(text: str) -> str:
-    """`text` as PostgreSQL can store it (see `unstorable`): NUL characters removed, lone surrogates replaced."""
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    if unstorable(text):
-        text = text.encode("utf-8", "replace").decode("utf-8")
     return text

@@ -35,7 +35,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.search.documents import TEXT_CHARS
-from app.search.query import SUMMARY_WORDS, SearchHit, SearchQuery, highlighted
+from app.search.query import BODY_TIER, SUMMARY_WORDS, SearchHit, SearchPosition, SearchQuery, highlighted
 
 BODY_CHARS = TEXT_CHARS  # the lead of a text the index holds (migration 0027 BODY_CHARS)
 BODY_SCORE = 0.1  # a body-only hit's score, times its freshness: under a title or summary match's
@@ -67,17 +67,18 @@ _BODY = """
         FROM candidates m
     ),
     page AS (
-        SELECT * FROM grouped WHERE {grouping}
+        SELECT * FROM grouped WHERE {grouping} {after}
         ORDER BY published_at DESC, id DESC
         LIMIT :limit OFFSET :offset
     )
-    SELECT page.id, page.cluster_id, page.score, page.matches,
+    SELECT page.id, page.cluster_id, page.score, page.published_at, page.matches,
            ts_headline({config}, a.title, q.query, :marks || ', HighlightAll=true') AS title_highlight,
            ts_headline({config}, left(t.text, {body_chars}), q.query,
                        :marks || ', MaxFragments=2, MaxWords={summary_words}, MinWords=10') AS body_highlight
     FROM page JOIN articles a ON a.id = page.id JOIN article_texts t ON t.article_id = a.id, q
     ORDER BY page.published_at DESC, page.id DESC
 """
+AFTER = "AND ({}) < (:after_value, :after_id)"  # the hits after a SearchPosition, in its tier's order's columns
 _BODY_VECTOR = "newsagg_body_vector(t.search_language, t.text)"  # the index's expression (migration 0027)
 # a phrase, tested on the texts with all its words newest first (at most PHRASE_TESTS), until enough are found
 _EXACT = f"""(SELECT ts_match_vq({_BODY_VECTOR}, CAST(:exact AS tsquery)) FROM article_texts t
@@ -91,28 +92,38 @@ _STORY_TEST = """AND NOT (a.cluster_id IS NOT NULL AND EXISTS (
 
 async def body_hits(db: AsyncSession, query: SearchQuery, *, configs: str, exact: str, loose: bool,
                     filter_query: bool, filters: str, headline_config: str, freshness: str, params: Mapping[str, Any],
-                    limit: int, offset: int) -> list[SearchHit]:  # fmt: skip
-    """Up to `limit` body-only hits after the first `offset`. `configs` is the query's configurations (an SQL array),
-    `exact` the query (tsquery text), `params` binds it as `exact` (and its loosened form as `loose` when `loose`),
-    `filters` (a tsquery, when `filter_query`), the date conditions' `filters` (on `a`), `candidates` (the most
-    matches read, as the first tier's), `now`, `marks` and the languages `configs` names.
+                    limit: int, offset: int, after: SearchPosition | None = None) -> list[SearchHit]:  # fmt: skip
+    """Up to `limit` body-only hits after `after` (a position in this tier), else after the first `offset`.
+    `configs` is the query's configurations (an SQL array), `exact` the query (tsquery text), `params` binds it as
+    `exact` (and its loosened form as `loose` when `loose`), `filters` (a tsquery, when `filter_query`), the date
+    conditions' `filters` (on `a`), `candidates` (the most matches read, as the first tier's), `now`, `marks` and the
+    languages `configs` names.
 
     The index answers a query without phrases exactly (exclusions too: it knows which of a text's words are the
     query's), so only a phrase needs a vector computed from each text: it is tested newest first, until the page
-    is filled (one hit per story: `candidates` stories), on at most PHRASE_TESTS texts that have all its words."""
+    is filled (one hit per story, or a page after a position: `candidates` matches), on at most PHRASE_TESTS texts
+    that have all its words."""
     phrase = loose and bool(_PHRASE.search(exact))
     candidates = int(params["candidates"])
-    needed = candidates if query.by_story else min(candidates, offset + limit)
+    needed = candidates if query.by_story or after else min(candidates, offset + limit)
     filter_test = "AND {0}.search_vector @@ CAST(:filters AS tsquery)" if filter_query else ""
     story_test = _STORY_TEST.format(filter_test=filter_test.format("s"), filters=filters.replace("a.", "s."))
     sql = _BODY.format(
         configs=configs, searched="loose" if phrase else "exact", filter_test=filter_test.format("a"), filters=filters,
         exact_test=_EXACT if phrase else "true", body=_BODY_VECTOR,
         story_test=story_test if query.by_story else "", body_score=BODY_SCORE, freshness=freshness,
-        grouping="place = 1" if query.by_story else "true", config=headline_config, body_chars=BODY_CHARS,
-        summary_words=SUMMARY_WORDS,
+        grouping="place = 1" if query.by_story else "true", after=AFTER.format("published_at, id") if after else "",
+        config=headline_config, body_chars=BODY_CHARS, summary_words=SUMMARY_WORDS,
     )  # fmt: skip
     tested = PHRASE_TESTS if phrase else candidates
-    rows = await db.execute(text(sql), {**params, "limit": limit, "offset": offset, "needed": needed, "tested": tested})
+    rows = await db.execute(text(sql), {**params, **paging(limit, offset, after), "needed": needed, "tested": tested})
     return [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
-                      highlighted(r.body_highlight), int(r.matches)) for r in rows]  # fmt: skip
+                      highlighted(r.body_highlight), int(r.matches), SearchPosition(BODY_TIER, r.published_at, r.id))
+            for r in rows]  # fmt: skip
+
+
+def paging(limit: int, offset: int, after: SearchPosition | None) -> dict[str, Any]:
+    """A page's parameters: `limit` hits after `after` (the value and id AFTER compares with), else from `offset`."""
+    if after is None:
+        return {"limit": limit, "offset": offset}
+    return {"limit": limit, "offset": 0, "after_value": after.value, "after_id": after.article_id}

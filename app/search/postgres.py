@@ -19,8 +19,11 @@ headline (PostgreSQL would otherwise rank tens of thousands of rows to show 20):
 recent, and an older article of such a word is reached by narrowing the search (`from`/`to`, topics, sources)
 rather than by paging past a thousand hits. The pages of one search walk one set: its query names the newest
 article of its first page (`newest_id`, set by app/search/service.py) and `now` is that page's moment. The body's
-matches follow (newest first, up to `candidates` too), each with an extract of the body in place of the summary's;
-a page whose offset is past the title and summary's hits is a page of the body's.
+matches follow (newest first, up to `candidates` too), each with an extract of the body in place of the summary's.
+A later page starts after the previous one's last hit (`SearchQuery.after`: its tier, score or publication time,
+and id), not at an offset: an article whose id is under `newest_id` but whose transaction commits after the first
+page (ids are taken before commit) is then shown or not, and moves no other hit. An offset is still taken, for the
+page after one Meilisearch answered; one past the title and summary's hits is an offset into the body's.
 
 A short query (up to 3 words, no operators) that matches nothing has its unknown or rare words corrected from the
 words of titles they could be typos of (app/search/terms.py: "ukriane" → "ukraine", but never "ukraine" → "maine")
@@ -39,13 +42,16 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.search import terms, tsquery
-from app.search.body import body_hits
+from app.search.body import AFTER, body_hits, paging
 from app.search.query import (
+    BODY_TIER,
     MARK_END,
     MARK_START,
     POSTGRES,
     SUMMARY_WORDS,
+    TITLE_TIER,
     SearchHit,
+    SearchPosition,
     SearchQuery,
     SearchRejected,
     SearchResult,
@@ -104,11 +110,11 @@ _RANKED = (
     _MATCHED
     + """,
     page AS (
-        SELECT * FROM grouped WHERE {grouping}
+        SELECT * FROM grouped WHERE {grouping} {after}
         ORDER BY {inner_order}
         LIMIT :limit OFFSET :offset
     )
-    SELECT page.id, page.cluster_id, page.score, page.matches, {highlights}
+    SELECT page.id, page.cluster_id, page.score, page.published_at, page.matches, {highlights}
     FROM page JOIN articles a ON a.id = page.id, q
     ORDER BY {outer_order}
 """
@@ -157,8 +163,9 @@ class PostgresSearch:
 
     async def _found(self, db: AsyncSession, query: SearchQuery, words: str, *, now: datetime, limit: int,
                      offset: int) -> list[SearchHit]:  # fmt: skip
-        """The title and summary's hits from `offset`, then, when they do not fill the page, the body's
-        (app/search/body.py): offsets past the first tier's last hit are offsets into the second."""
+        """The title and summary's hits after `query.after` (or from `offset`), then, when they do not fill the page,
+        the body's (app/search/body.py): a position in the body's tier, or an offset past the first tier's last hit,
+        is one in the second."""
         configs, params = _configs(query)
         exact, loose = await _parsed(db, words, configs, params)
         filter_query, filters, filter_params = _filters(query)
@@ -166,6 +173,7 @@ class PostgresSearch:
         searched = f"(CAST(:{'loose' if loose else 'exact'} AS tsquery){filter_query})"
         exact_test = "AND ts_match_vq(a.search_vector, CAST(:exact AS tsquery))" if loose else ""
         inner = "published_at DESC, id DESC" if query.newest_first else "score DESC, id DESC"
+        after = query.after
         parts = {
             "configs": configs,
             "searched": searched,
@@ -174,25 +182,33 @@ class PostgresSearch:
             "fresh_weight": FRESHNESS_WEIGHT,
             "freshness": _FRESHNESS,
             "grouping": "place = 1" if query.by_story else "true",
+            "after": AFTER.format(inner.replace(" DESC", "")) if after and after.tier == TITLE_TIER else "",
             "inner_order": inner,
             "outer_order": ", ".join(f"page.{part}" for part in inner.split(", ")),
             "highlights": _HEADLINES,
         }
         windows = await self._windows.params(db, now=now, until=query.until)
         bound = {**params, **filter_params, **windows, "exact": exact, "loose": loose, "now": now, "marks": _MARKS}
-        rows = await db.execute(text(_RANKED.format(**parts)), {**bound, "limit": limit, "offset": offset})
-        hits = [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
-                          highlighted(r.summary_highlight), int(r.matches)) for r in rows]  # fmt: skip
+        hits: list[SearchHit] = []
+        if after is None or after.tier == TITLE_TIER:
+            rows = await db.execute(text(_RANKED.format(**parts)), {**bound, **paging(limit, offset, after)})
+            hits = [SearchHit(r.id, r.cluster_id, float(r.score), highlighted(r.title_highlight),
+                              highlighted(r.summary_highlight), int(r.matches),
+                              SearchPosition(TITLE_TIER, r.published_at if query.newest_first else float(r.score),
+                                             r.id)) for r in rows]  # fmt: skip
         if len(hits) >= limit:
             return hits
-        if hits or not offset:
-            first_tier = offset + len(hits)
+        if after is not None:  # the body's hits from its first, or after the position in it
+            body_after, body_offset = (after if after.tier == BODY_TIER else None), 0
+        elif hits or not offset:
+            body_after, body_offset = None, 0
         else:  # a page past the first tier's hits: how many it has
             first_tier = int(await db.scalar(text(_COUNTED.format(**parts)), bound) or 0)
+            body_after, body_offset = None, max(offset - first_tier, 0)
         return hits + await body_hits(
             db, query, configs=configs, exact=exact, loose=loose is not None, filter_query=bool(filter_query),
             filters=filters, headline_config=_HEADLINE_CONFIG, freshness=_FRESHNESS, params=bound,
-            limit=limit - len(hits), offset=max(offset - first_tier, 0),
+            limit=limit - len(hits), offset=body_offset, after=body_after,
         )  # fmt: skip
 
 

@@ -18,6 +18,7 @@ MAX_QUERY_WORDS = 20
 SUMMARY_WORDS = 30  # the longest summary extract a hit shows
 MARK_START, MARK_END = "\ue000", "\ue001"
 POSTGRES, MEILISEARCH = "postgres", "meilisearch"  # the backends' names
+TITLE_TIER, BODY_TIER = 1, 2  # PostgreSQL's hits: title or summary matches, then those of the article's own text
 _MARKS = re.compile(f"[{MARK_START}{MARK_END}]")
 _WORD = re.compile(r"[^\W_]")
 
@@ -28,6 +29,19 @@ class SearchRejected(ValueError):
 
 class SearchUnavailable(RuntimeError):
     """The search backend did not answer: down, too slow, or refusing the request."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPosition:
+    """Where a PostgreSQL hit stands in its search's order: its tier, what the tier sorts by (the score; the
+    publication time in date order, and always in the body's tier) and its id, the tie-break. A later page asks for
+    the hits after it, not for those past an offset: an article that commits between pages with an id under the
+    first page's newest (ids are taken before commit) then lands before or after that hit, and is shown or not,
+    but moves no other hit from one page to the next."""
+
+    tier: int  # TITLE_TIER or BODY_TIER
+    value: float | datetime
+    article_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +57,9 @@ class SearchQuery:
     # Only articles up to this id: those stored when a search's first page was asked, so its later pages page over
     # the same matches (an article stored since would shift them). None: every article.
     newest_id: int | None = None
+    # A later page: the hits after this one (PostgreSQL). None: the first page, or a page of Meilisearch's, which
+    # goes by the offset.
+    after: SearchPosition | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +70,7 @@ class SearchHit:
     title_highlight: str
     summary_highlight: str
     matches_in_story: int
+    position: SearchPosition | None = None  # PostgreSQL's hits: where the next page starts from
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +90,9 @@ class SearchBackend(Protocol):
     name: str
 
     async def search(self, query: SearchQuery, *, now: datetime, limit: int, offset: int) -> SearchResult:
-        """Hits best first (or newest first), `limit` of them after skipping `offset`. SearchRejected for a query
-        that cannot be searched, SearchUnavailable when the backend does not answer."""
+        """Hits best first (or newest first), `limit` of them: after `query.after` on a backend that pages by
+        position (PostgreSQL), else after skipping `offset`. SearchRejected for a query that cannot be searched,
+        SearchUnavailable when the backend does not answer."""
         ...
 
 

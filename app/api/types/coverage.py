@@ -7,17 +7,26 @@ from collections.abc import Iterator
 
 import strawberry
 from strawberry import relay
-from strawberry.types.nodes import SelectedField, Selection
 
+from app.api.analysis.cost import asked_page
 from app.api.context import Info
 from app.api.errors import bad_cursor
-from app.api.relay import decode_cursor, encode_cursor, page_size
+from app.api.relay import decode_cursor, encode_cursor, page_size, whole
 from app.api.scalars import instant
 from app.api.types.article import ArticleNode
 from app.api.types.source import SourceNode
 from app.stories.coverage import CoverageGroup as Group
 from app.stories.coverage import CoverageItem, CoveragePage
 from app.stories.repository import GroupKey
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLField,
+    GraphQLObjectType,
+    GraphQLSchema,
+    InlineFragmentNode,
+)
 
 CURSOR_KIND = "coverage"
 # What a coverage page shows when `articles` or `copies` is not given a `first`: an outlet rarely has more articles in
@@ -105,34 +114,38 @@ def _group(group: Group) -> CoverageGroup:
 
 def asked_sizes(info: Info) -> tuple[int, int]:
     """How many articles of each outlet and copies of each article a `coverage` field's selection asks for, the
-    most over its `articles` and `copies` fields (0 when none is selected): what its page must hold."""
-    most = info.context.services.settings.page_size_max
-    groups = [node for coverage in info.selected_fields for edges in _named(coverage, "edges")
-              for node in _named(edges, "node")]  # fmt: skip
-    articles = [field for group in groups for field in _named(group, "articles")]
-    copies = [field for article in articles for field in _named(article, "copies")]
-    return (max((_first(f, ARTICLES_PER_OUTLET, most) for f in articles), default=0),
-            max((_first(f, COPIES_PER_ARTICLE, most) for f in copies), default=0))  # fmt: skip
+    most over its `articles` and `copies` fields (0 when none is selected): what its page must hold. Each is read
+    as the query's price read it (app/api/analysis/cost.py), from the field's nodes in the document."""
+    raw, settings = info._raw_info, info.context.services.settings  # the document, where a literal is not yet text
+    groups = [node for coverage in raw.field_nodes for edges in _named(coverage, "edges", raw.fragments)
+              for node in _named(edges, "node", raw.fragments)]  # fmt: skip
+    articles = [field for group in groups for field in _named(group, "articles", raw.fragments)]
+    copies = [field for article in articles for field in _named(article, "copies", raw.fragments)]
+    in_group, in_article = _fields(raw.schema, CoverageGroup), _fields(raw.schema, CoverageArticle)
+    variables = info.variable_values
+    return (max((asked_page(f, in_group["articles"], variables, settings) for f in articles), default=0),
+            max((asked_page(f, in_article["copies"], variables, settings) for f in copies), default=0))  # fmt: skip
 
 
-def _named(parent: Selection, name: str) -> Iterator[SelectedField]:
-    """The fields called `name` right under `parent`, fragments looked into."""
-    for selection in parent.selections:
-        if not isinstance(selection, SelectedField):
-            yield from _named(selection, name)
-        elif selection.name == name:
-            yield selection
+def _named(parent: FieldNode | InlineFragmentNode | FragmentDefinitionNode, name: str,
+           fragments: dict[str, FragmentDefinitionNode]) -> Iterator[FieldNode]:  # fmt: skip
+    """The fields called `name` right under `parent`, fragments looked into (validation has refused cycles)."""
+    for selection in parent.selection_set.selections if parent.selection_set else ():
+        if isinstance(selection, FieldNode):
+            if selection.name.value == name:
+                yield selection
+        elif isinstance(selection, InlineFragmentNode):
+            yield from _named(selection, name, fragments)
+        elif isinstance(selection, FragmentSpreadNode) and selection.name.value in fragments:
+            yield from _named(fragments[selection.name.value], name, fragments)
 
 
-def _first(field: SelectedField, default: int, most: int) -> int:
-    """A field's `first` (a variable's value, or a literal, which arrives as its text), else its default; within
-    0..most (outside it, the field's resolver refuses)."""
-    asked = field.arguments.get("first")
-    if isinstance(asked, str) and asked.lstrip("-").isdigit():
-        asked = int(asked)
-    if not isinstance(asked, int) or isinstance(asked, bool):
-        asked = default
-    return min(max(asked, 0), most)
+def _fields(schema: GraphQLSchema, type_: type) -> dict[str, GraphQLField]:
+    """The schema's fields of a strawberry type, by their GraphQL names."""
+    named = schema.get_type(type_.__strawberry_definition__.name)  # type: ignore[attr-defined]
+    assert isinstance(named, GraphQLObjectType)
+    fields: dict[str, GraphQLField] = named.fields
+    return fields
 
 
 def _cursor(story_id: int, group: Group) -> str:
@@ -145,16 +158,12 @@ def after_key(story_id: int, after: str | None) -> GroupKey | None:
     if after is None:
         return None
     story, authority, earliest, source_id = decode_cursor(CURSOR_KIND, after, 4)
-    if story != story_id or not (_is_int(story) and _is_int(source_id) and _is_number(authority)):
+    if story != story_id or not (whole(story) and whole(source_id) and _is_number(authority)):
         raise bad_cursor()
     moment = instant(earliest)  # a moment the database can take: with its offset, in UTC within years 1..9999
     if moment is None:
         raise bad_cursor()
     return float(authority), moment, source_id
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63
 
 
 def _is_number(value: object) -> bool:
