@@ -8,7 +8,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from arq.connections import ArqRedis
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
@@ -117,13 +116,3 @@ def redis_of(kind: type[C], settings: Settings, url: str | None = None) -> C:
     client = kind(connection_pool=pool)
     client.auto_close_connection_pool = True  # closing the client closes its pool, as Redis.from_url's does
     return client
-
-
-def queue_pool(settings: Settings, queue_name: str) -> ArqRedis:
-    """An arq pool for `queue_name` whose calls are bounded as every Redis client's are (`redis_of`); arq's
-    own `create_pool` sets no socket timeout (its RedisSettings has only `conn_timeout`), so a hung Redis would hold
-    the worker's loop and every enqueue forever. It connects on first use: a Redis away at start is the loop's to
-    wait out (ResilientWorker), an enqueuer's call fails at once."""
-    pool = redis_of(ArqRedis, settings)
-    pool.default_queue_name = queue_name
-    return pool

@@ -17,9 +17,9 @@ from app.extraction.page_jobs import follow_up_page_job_id, page_job_id
 from app.extraction.service import fetch_article_text
 from app.observability.work import count_article_text
 from app.queue_names import FETCH_ARTICLE_TEXT
-from app.redis_client import queue_pool
 from app.services import Services
 from app.settings import Settings
+from jobs.loop import queue_pool
 
 log = logging.getLogger(__name__)
 

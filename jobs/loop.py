@@ -12,14 +12,17 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from arq.connections import ArqRedis
 from arq.worker import Retry, Worker
 from redis.exceptions import RedisError
 from sqlalchemy.exc import DBAPIError
 
+from app.redis_client import redis_of
 from app.resilience.backoff import Backoff
 from app.resilience.metrics import DATABASE_RETRIES, REDIS_DEGRADED, WORKER_RESTARTS
 from app.resilience.outage import unreachable
 from app.resilience.stopping import stop_if_told
+from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,16 @@ class ResilientWorker(Worker):
             await self.on_shutdown(self.ctx)
         await self.pool.aclose(close_connection_pool=True)
         self._pool = None
+
+
+def queue_pool(settings: Settings, queue_name: str) -> ArqRedis:
+    """An arq pool for `queue_name` whose calls are bounded as every Redis client's are (app/redis_client.py); arq's
+    own `create_pool` sets no socket timeout (its RedisSettings has only `conn_timeout`), so a hung Redis would hold
+    the worker's loop and every enqueue forever. It connects on first use: a Redis away at start is the loop's to
+    wait out (ResilientWorker), an enqueuer's call fails at once."""
+    pool = redis_of(ArqRedis, settings)
+    pool.default_queue_name = queue_name
+    return pool
 
 
 JobFunction = Callable[..., Coroutine[Any, Any, Any]]

@@ -35,7 +35,6 @@ from app.queue_names import (
     UNDERSTAND_ARTICLES,
     WEBSUB_SUBSCRIBE,
 )
-from app.redis_client import queue_pool
 from app.services import Services
 from app.settings import Settings, get_settings
 from app.stories.store import ClusteringCache
@@ -43,7 +42,7 @@ from app.workers.heartbeat import Heartbeat
 from jobs.articles import fetch_article_text_job
 from jobs.backlogs import SAMPLE_SECONDS, sample_backlogs_job
 from jobs.crawl import crawl_priority_job, crawl_tick, ingest_push_job, refresh_source_job
-from jobs.loop import ResilientWorker, retried_on_redis
+from jobs.loop import ResilientWorker, queue_pool, retried_on_redis
 from jobs.notifications import deliver_webhooks_job, expire_alert_hours_job, fan_out_job, send_digests_job
 from jobs.outbox import relay_outbox_job
 from jobs.retention import RETENTION_TIMEOUT_S, retention_job
@@ -246,6 +245,6 @@ def create_worker(settings: Settings, **overrides: Any) -> Worker:
 
 def _resilient(settings: Settings, options: dict[str, Any]) -> Worker:
     """The worker of `options`, on the given `redis_pool` or on one of its own whose calls are bounded
-    (app/redis_client.py `queue_pool`: arq's own pool would wait forever on a Redis that hangs)."""
+    (jobs/loop.py `queue_pool`: arq's own pool would wait forever on a Redis that hangs)."""
     pool = options.pop("redis_pool", None) or queue_pool(settings, options["queue_name"])
     return ResilientWorker(**options, redis_pool=pool, backoff_cap=settings.redis_backoff_max_seconds)

@@ -6,7 +6,7 @@ from typing import Any
 
 from arq.connections import ArqRedis
 
-from app.redis_client import queue_pool
+from app.redis_client import redis_of
 from app.settings import Settings
 
 
@@ -17,8 +17,8 @@ class JobQueue:
 
     async def enqueue(self, job: str, *args: Any, **options: Any) -> None:
         if self._pool is None:  # bounded calls (app/redis_client.py): a hung Redis fails the enqueue in time
-            self._pool = queue_pool(self._settings, self._settings.queue_name)
-        await self._pool.enqueue_job(job, *args, **options)
+            self._pool = redis_of(ArqRedis, self._settings)
+        await self._pool.enqueue_job(job, *args, _queue_name=self._settings.queue_name, **options)
 
     async def close(self) -> None:
         if self._pool is not None:
