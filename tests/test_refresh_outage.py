@@ -12,7 +12,6 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -52,16 +51,8 @@ def retries() -> list[float]:
     return [REGISTRY.get_sample_value(name) or 0.0 for name in RETRIES]
 
 
-@pytest.fixture
-async def proxy(settings: Settings) -> AsyncIterator[CutProxy]:
-    """A cuttable way to the test database's PostgreSQL."""
-    cut = CutProxy(make_url(settings.database_url).port or 5432)
-    await cut.start()
-    yield cut
-    await cut.cut()
-
-
 def through(settings: Settings, proxy: CutProxy) -> Settings:
+    """`settings` with PostgreSQL reached through `proxy`."""
     url = make_url(settings.database_url).set(port=proxy.port).render_as_string(hide_password=False)
     return settings.model_copy(update={"database_url": url})
 
@@ -91,7 +82,7 @@ async def test_a_refresh_and_a_push_stored_when_postgresql_goes_away_are_both_st
     settings: Settings,
     feed_server: FeedServer,
     arq_redis: ArqRedis,
-    proxy: CutProxy,
+    postgres_proxy: CutProxy,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # given a worker refreshing a claimed source whose feed answers when let go, last fetched an hour ago
@@ -113,7 +104,7 @@ async def test_a_refresh_and_a_push_stored_when_postgresql_goes_away_are_both_st
     assert claimed_at is not None
     await arq_redis.enqueue_job(REFRESH_SOURCE, source_id, claimed_at=claimed_at, _queue_name=settings.queue_name,
                                 _job_id=refresh_job_id(source_id, claimed_at))  # fmt: skip
-    own = through(settings, proxy)
+    own = through(settings, postgres_proxy)
     worker = create_worker(own, burst=True, handle_signals=False, redis_pool=arq_redis, cron_jobs=None)
     retried_before = retries()
     working = asyncio.create_task(until_drained(worker))
@@ -134,13 +125,13 @@ async def test_a_refresh_and_a_push_stored_when_postgresql_goes_away_are_both_st
                 let_go.set()
                 await until_waiting(services.engine, 2)
                 # PostgreSQL goes away for ten seconds under both
-                await proxy.cut()
+                await postgres_proxy.cut()
                 cut_at = time.monotonic()
                 await holder.rollback()
                 stored_before = await articles_of(services.engine, source_id)
                 await asyncio.sleep(OUTAGE_SECONDS - (time.monotonic() - cut_at))
                 assert not working.done(), working  # the worker waits the outage out
-                await proxy.start()
+                await postgres_proxy.start()
 
             # then the worker stores both once it is back, and ends
             async with asyncio.timeout(60):
