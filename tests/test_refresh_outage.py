@@ -10,14 +10,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import threading
 import time
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 from arq.connections import ArqRedis
 from prometheus_client import REGISTRY
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -26,14 +24,14 @@ from app.ingest.refresh_jobs import refresh_job_id
 from app.queue_names import INGEST_PUSH, REFRESH_SOURCE
 from app.services import Services
 from app.settings import Settings
-from app.sources.models import ClaimStatus, CrawlSchedule
+from app.sources.models import ClaimStatus
 from app.websub import pushes
 from app.websub.pushes import Pushed, receive
 from jobs.worker import create_worker
 from tests.conftest import until_drained
-from tests.feeds import FeedServer, Reply, items, rss
+from tests.feeds import FeedServer, items, rss
 from tests.test_ingest_outages import CutProxy
-from tests.test_refresh_state import claimed, fetch_log, new_source, schedule_of
+from tests.test_refresh_state import claimed_held, fetch_log, schedule_of
 
 OUTAGE_SECONDS = 10
 LOCK_WAITERS = text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
@@ -86,19 +84,7 @@ async def test_a_refresh_and_a_push_stored_when_postgresql_goes_away_are_both_st
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # given a worker refreshing a claimed source whose feed answers when let go, last fetched an hour ago
-    asked, let_go = threading.Event(), threading.Event()
-
-    def held(_: BaseHTTPRequestHandler) -> Reply:
-        asked.set()
-        let_go.wait(timeout=30)
-        return Reply(200, rss(items(3)))
-
-    feed_server.routes["/held.xml"] = held
-    source_id = await new_source(services, settings, feed_server.url("/held.xml"))
-    assert await claimed(services, settings) == [source_id]
-    async with services.db.begin() as session:
-        await session.execute(update(CrawlSchedule).where(CrawlSchedule.source_id == source_id)
-                              .values(last_fetched_at=func.now() - text("interval '1 hour'")))  # fmt: skip
+    source_id, asked, let_go = await claimed_held(services, settings, feed_server)
     before = await schedule_of(services, source_id)
     claimed_at = before.last_triggered_at
     assert claimed_at is not None

@@ -231,10 +231,10 @@ async def test_a_feed_moved_permanently_is_stored_at_its_normalized_url_and_neve
     assert (await source_of(services, holder)).feed_url == feed_server.url("/taken.xml")
 
 
-async def test_a_push_stored_while_a_refresh_fetches_keeps_its_counts_and_the_refresh_adds_its_own(
-    services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
-) -> None:
-    # given a claimed source, last fetched an hour ago, whose feed answers only when let go
+async def claimed_held(services: Services, settings: Settings, feed_server: FeedServer
+                       ) -> tuple[int, threading.Event, threading.Event]:  # fmt: skip
+    """A new source, claimed, last fetched an hour ago, whose feed of three entries answers only when let go: its id,
+    the event its fetch sets when it asks, and the one that lets the feed answer."""
     asked, let_go = threading.Event(), threading.Event()
 
     def held(_: BaseHTTPRequestHandler) -> Reply:
@@ -248,6 +248,14 @@ async def test_a_push_stored_while_a_refresh_fetches_keeps_its_counts_and_the_re
     async with services.db.begin() as session:
         await session.execute(update(CrawlSchedule).where(CrawlSchedule.source_id == source_id)
                               .values(last_fetched_at=datetime.now(UTC) - timedelta(hours=1)))  # fmt: skip
+    return source_id, asked, let_go
+
+
+async def test_a_push_stored_while_a_refresh_fetches_keeps_its_counts_and_the_refresh_adds_its_own(
+    services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    # given a claimed source, last fetched an hour ago, whose feed answers only when let go
+    source_id, asked, let_go = await claimed_held(services, settings, feed_server)
     before = await schedule_of(services, source_id)
 
     # when its refresh waits on the feed, its hub pushes two other entries, and then the feed answers
