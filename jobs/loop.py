@@ -55,6 +55,14 @@ class ResilientWorker(Worker):
                             type(error).__name__, error, wait)  # fmt: skip
                 await asyncio.sleep(wait)
 
+    async def _poll_iteration(self) -> None:
+        """arq's, between two checks that the worker was not told to stop: a stop that a Redis command's socket
+        timeout dropped (app/resilience/stopping.py) left the loop polling for good (`newsagg worker` deaf to SIGTERM,
+        a crawl worker's shutdown waiting on its article loop forever)."""
+        stop_if_told()
+        await super()._poll_iteration()
+        stop_if_told()
+
     async def close(self) -> None:
         """arq's close (0.28, pinned: its steps in its order) with two steps allowed to fail. Waiting for the jobs it
         cancelled: all are waited for, where one that could not record its end in Redis (gone meanwhile) ended arq's
