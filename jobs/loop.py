@@ -55,16 +55,30 @@ class ResilientWorker(Worker):
                             type(error).__name__, error, wait)  # fmt: skip
                 await asyncio.sleep(wait)
 
+    async def _poll_iteration(self) -> None:
+        """arq's, between two checks that the worker was not told to stop: a stop that a Redis command's socket
+        timeout dropped (app/resilience/stopping.py) left the loop polling for good (`newsagg worker` deaf to SIGTERM,
+        a crawl worker's shutdown waiting on its article loop forever)."""
+        stop_if_told()
+        await super()._poll_iteration()
+        stop_if_told()
+
     async def close(self) -> None:
-        """arq's close (0.28, pinned: its steps in its order) with one step allowed to fail: removing the health-check
-        key. When Redis is already gone (stopped with the worker, as `newsagg up` stops them together), the key is left
-        to expire and the worker's own shutdown still runs (its heartbeat signs off, its handles close), rather than
-        the stop ending in a traceback with the shutdown skipped."""
+        """arq's close (0.28, pinned: its steps in its order) with two steps allowed to fail. Waiting for the jobs it
+        cancelled: all are waited for, where one that could not record its end in Redis (gone meanwhile) ended arq's
+        wait at once, the others still stopping (recording theirs once Redis was back), and the close in that error,
+        the worker's shutdown skipped. And removing the health-check key: when Redis is already gone (stopped with the
+        worker, as `newsagg up` stops them together), the key is left to expire. Either way the worker's own shutdown
+        still runs (its heartbeat signs off, its handles close), rather than the stop ending in a traceback."""
         if not self._handle_signals:
             self.handle_sig(signal.SIGUSR1)  # arq's way of cancelling its own loop
         if not self._pool:
             return
-        await asyncio.gather(*self.tasks.values())
+        for ended in await asyncio.gather(*self.tasks.values(), return_exceptions=True):
+            if isinstance(ended, REDIS_FAILURES):  # its job runs again once its in-progress mark expires, as arq's do
+                log.warning("worker: a job's end not recorded, Redis gone (%s: %s)", type(ended).__name__, ended)
+            elif isinstance(ended, Exception):
+                log.error("worker: a job ended in an error at shutdown", exc_info=ended)
         try:
             await self.pool.delete(self.health_check_key)
         except REDIS_FAILURES as error:

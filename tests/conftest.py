@@ -12,7 +12,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -20,7 +20,7 @@ import uvicorn
 import websockets
 from arq.connections import ArqRedis, create_pool
 from arq.connections import RedisSettings as ArqRedisSettings
-from sqlalchemy import event, text
+from sqlalchemy import event, make_url, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.asgi import create_app
@@ -36,6 +36,9 @@ from app.settings import Settings
 from tests.servers import test_servers
 from tests.watchdog import install as install_watchdog
 from tests.watchdog import pytest_runtest_call  # noqa: F401  (a hook: a test running too long prints its stacks)
+
+if TYPE_CHECKING:
+    from tests.test_ingest_outages import CutProxy
 
 REPO = Path(__file__).resolve().parents[1]
 GRAPHQL_DIR = REPO / "graphql"
@@ -140,6 +143,18 @@ async def clean_state(request: pytest.FixtureRequest) -> None:
         await connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
     forget_references()  # ids start again: the process's reference bodies were the last test's
     await services.redis.flushdb()
+
+
+@pytest.fixture
+async def postgres_proxy(settings: Settings) -> AsyncIterator[CutProxy]:
+    """A way to the tests' PostgreSQL that the test cuts for an outage of its own (the server goes on serving the rest
+    of the run): point a copy of the settings at it with tests/test_refresh_outage.py `through`."""
+    from tests.test_ingest_outages import CutProxy
+
+    proxy = CutProxy(make_url(settings.database_url).port or 5432)
+    await proxy.start()
+    yield proxy
+    await proxy.cut()
 
 
 @pytest.fixture

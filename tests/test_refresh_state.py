@@ -1,21 +1,23 @@
 """What a refresh, and a hub's push, leave of a source's crawl state: a body no parser can read is a strike (and its
 replay goes on), a 404 streak is dead only once it has lasted, a politeness wait longer than a claim lives is not
-waited with the claim, a push touches only the rate (and one stored while a refresh fetches keeps its counts), and a
-feed's move is stored normalized."""
+waited with the claim, a push touches only the rate (and one stored while a refresh fetches keeps its counts, as do
+fifty stored at once with a refresh that moves the feed), and a feed's move is stored normalized."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler
 
 import httpx
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from app.archive.replay import replay
+from app.articles.models import Article
 from app.ingest.politeness import Politeness
 from app.ingest.refresh import ingest_body, longest_claimed_wait_s, refresh_source
 from app.ingest.scheduler import claim_due_sources
@@ -24,6 +26,8 @@ from app.services import Services
 from app.settings import Settings
 from app.sources.models import Circuit, ClaimStatus, CrawlSchedule, FetchLog, Source, SourceStatus
 from app.sources.service import SourceRequest, create_source
+from app.websub.intake import store_push
+from app.websub.pushes import Pushed
 from tests.feeds import FeedServer, Reply, items, rss
 
 JSON_FEED = "application/feed+json"
@@ -227,10 +231,10 @@ async def test_a_feed_moved_permanently_is_stored_at_its_normalized_url_and_neve
     assert (await source_of(services, holder)).feed_url == feed_server.url("/taken.xml")
 
 
-async def test_a_push_stored_while_a_refresh_fetches_keeps_its_counts_and_the_refresh_adds_its_own(
-    services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
-) -> None:
-    # given a claimed source, last fetched an hour ago, whose feed answers only when let go
+async def claimed_held(services: Services, settings: Settings, feed_server: FeedServer
+                       ) -> tuple[int, threading.Event, threading.Event]:  # fmt: skip
+    """A new source, claimed, last fetched an hour ago, whose feed of three entries answers only when let go: its id,
+    the event its fetch sets when it asks, and the one that lets the feed answer."""
     asked, let_go = threading.Event(), threading.Event()
 
     def held(_: BaseHTTPRequestHandler) -> Reply:
@@ -244,6 +248,14 @@ async def test_a_push_stored_while_a_refresh_fetches_keeps_its_counts_and_the_re
     async with services.db.begin() as session:
         await session.execute(update(CrawlSchedule).where(CrawlSchedule.source_id == source_id)
                               .values(last_fetched_at=datetime.now(UTC) - timedelta(hours=1)))  # fmt: skip
+    return source_id, asked, let_go
+
+
+async def test_a_push_stored_while_a_refresh_fetches_keeps_its_counts_and_the_refresh_adds_its_own(
+    services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    # given a claimed source, last fetched an hour ago, whose feed answers only when let go
+    source_id, asked, let_go = await claimed_held(services, settings, feed_server)
     before = await schedule_of(services, source_id)
 
     # when its refresh waits on the feed, its hub pushes two other entries, and then the feed answers
@@ -264,3 +276,68 @@ async def test_a_push_stored_while_a_refresh_fetches_keeps_its_counts_and_the_re
     assert after.articles_per_hour >= pushed_counts.articles_per_hour > 0
     assert after.status == ClaimStatus.PENDING
     assert [row.items_new for row in await fetch_log(services, source_id)] == [2, 3]
+
+
+PUSHES, WINDOW = 50, 10
+PUSHED_ENTRIES = PUSHES + WINDOW - 1  # push k holds entries k to k + WINDOW - 1
+STORE_WAIT_BOUND_S = 30.0  # loose: serialized on the source's rows, each store waits for those ahead of it
+
+
+async def test_fifty_pushes_racing_a_refresh_that_moves_the_feed_are_all_stored_once_and_counted(
+    services: Services, settings: Settings, feed_server: FeedServer, http: httpx.AsyncClient
+) -> None:
+    """A flood of pushes (as the push job stores each one) while a refresh stores a fetch that moves the feed: the move
+    changes the source row's unique feed URL, which waits for every transaction holding a key lock on it (an article
+    insert's foreign key check), and pushes of one window of entries in another order insert the same articles in
+    another order. Stored in that order (articles, then the schedule row), the transactions deadlocked and PostgreSQL
+    aborted some of them."""
+    # given a claimed source whose feed has moved for as many fetches as a move takes, but one
+    entries = items(PUSHED_ENTRIES)
+    feed_server.routes["/new.xml"] = Reply(200, rss(entries[:WINDOW]))
+    feed_server.routes["/old.xml"] = Reply(301, b"", {"Location": feed_server.url("/new.xml")})
+    source_id = await new_source(services, settings, feed_server.url("/old.xml"))
+    assert await claimed(services, settings) == [source_id]
+    moving = {"redirect_url": feed_server.url("/new.xml"), "redirect_streak": settings.crawl_redirect_stable_after - 1}
+    async with services.db.begin() as session:
+        await session.execute(update(CrawlSchedule).where(CrawlSchedule.source_id == source_id).values(**moving))
+    before = await schedule_of(services, source_id)
+    waits: list[float] = []
+
+    async def push(k: int) -> str:
+        window = entries[k : k + WINDOW]
+        started = time.monotonic()
+        try:
+            return await store_push(services.engine, settings, source_id,
+                                    Pushed(rss(window[:: -1 if k % 2 else 1]), None), nothing_follows)  # fmt: skip
+        finally:
+            waits.append(time.monotonic() - started)
+
+    # when fifty pushes of overlapping windows, half of them in reverse order, are stored while the refresh stores
+    async with asyncio.timeout(120):
+        polled, *pushed = await asyncio.gather(refresh_source(services.engine, http, settings, source_id),
+                                               *(push(k) for k in range(PUSHES)), return_exceptions=True)  # fmt: skip
+
+    # then every store succeeded, each waiting a bounded time, and every entry is one article, counted once
+    failed = [outcome for outcome in [polled, *pushed] if isinstance(outcome, BaseException)]
+    assert failed == []
+    assert not isinstance(polled, BaseException)
+    assert polled.status == "fetched"
+    assert set(pushed) == {"fetched"}
+    assert max(waits) < STORE_WAIT_BOUND_S
+    async with services.db() as session:
+        stored = await session.scalar(select(func.count(func.distinct(Article.external_id)))
+                                      .where(Article.source_id == source_id))  # fmt: skip
+        assert stored == await session.scalar(select(func.count()).where(Article.source_id == source_id))
+    assert stored == PUSHED_ENTRIES
+    logged = await fetch_log(services, source_id)
+    assert (len(logged), sum(row.items_new for row in logged)) == (PUSHES + 1, PUSHED_ENTRIES)
+    after = await schedule_of(services, source_id)
+    assert sum(after.hourly_histogram) == sum(before.hourly_histogram) + PUSHED_ENTRIES
+    # and the move, and the claim's return, are the refresh's
+    assert (await source_of(services, source_id)).feed_url == feed_server.url("/new.xml")
+    assert (after.status, after.redirect_streak) == (ClaimStatus.PENDING, 0)
+    print(f"\n{PUSHES} pushes and a refresh stored at once: the longest store took {max(waits):.2f} s")
+
+
+async def nothing_follows(source_id: int, outcome: object) -> None:
+    pass

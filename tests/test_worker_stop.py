@@ -1,19 +1,25 @@
-"""A worker told to stop stops, whatever a Redis call cut off by the stop raises: a loop that restarted on a Redis
-failure that came out of a cancellation outlived its supervisor for good (the worker of a killed `newsagg up`)."""
+"""A worker told to stop stops, whatever a Redis call cut off by the stop raises, even when it drops the stop: a loop
+that restarted on a Redis failure that came out of a cancellation outlived its supervisor for good (the worker of a
+killed `newsagg up`); told while Redis is away, it shuts down once, after its jobs have ended, Redis back or not."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
+import time
 from pathlib import Path
 from typing import Any
 
+import redis.asyncio
 from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.constants import in_progress_key_prefix
 from arq.worker import Worker, func
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from app.resilience.stopping import stop_if_told
-from jobs.loop import ResilientWorker
+from app.settings import Settings
+from jobs.loop import ResilientWorker, queue_pool
 from tests.test_redis_outage import own_redis
 
 
@@ -82,6 +88,31 @@ async def test_a_redis_failure_with_no_stop_restarts_the_loop(arq_redis: ArqRedi
     assert FailsTwice.runs == 3
 
 
+STOPS = 30
+
+
+async def test_a_worker_whose_redis_calls_are_bounded_stops_whenever_it_is_told(settings: Settings) -> None:
+    """The worker's pool bounds every Redis call (queue_pool): redis-py then sends each command through
+    asyncio.wait_for, which in Python 3.11 drops a cancellation that comes as the send completes. Told to stop at
+    some moment of its loop (polling without pause, that moment comes often), one worker in four went on polling."""
+    moments = random.Random(0)
+    for k in range(STOPS):
+        pool = queue_pool(settings, f"{settings.queue_name}:stops")
+        worker = ResilientWorker(functions=[func(nothing, name="nothing")], redis_pool=pool, handle_signals=False,
+                                 poll_delay=0, queue_name=f"{settings.queue_name}:stops")  # fmt: skip
+        running = asyncio.create_task(worker.main())
+        try:
+            await asyncio.sleep(moments.uniform(0.005, 0.03))
+            running.cancel()
+            done, _ = await asyncio.wait({running}, timeout=5)
+            assert done, f"stop {k + 1} of {STOPS} was lost: the worker went on polling"
+        finally:
+            while not running.done():  # what its supervisor would do: tell it again
+                running.cancel()
+                await asyncio.wait({running}, timeout=1)
+            await pool.aclose()
+
+
 async def test_stop_if_told_raises_only_in_a_task_told_to_stop() -> None:
     """Every loop that waits out failures (the worker's, the heartbeat's, the broadcaster's, the notification
     router's, PostgreSQL outages') asks this before it treats an error as one more outage."""
@@ -134,3 +165,77 @@ async def test_a_worker_whose_redis_is_gone_at_its_stop_still_runs_its_shutdown(
             await running
     await asyncio.wait_for(worker.close(), 20)  # Redis is stopped now
     assert shut_down == ["ran"]
+
+
+OUTAGE_SECONDS = 10
+
+
+async def test_a_worker_told_to_stop_while_redis_is_down_ends_its_jobs_then_shuts_down_once_across_a_restart(
+    tmp_path: Path,
+) -> None:
+    """Given a worker running two jobs, one of which takes a while to stop (a rollback, a response to close), when Redis
+    goes away (a Redis that keeps its data: it comes back with what it held), the worker is told to stop and Redis is
+    back on the same port within ten seconds, then the worker's loop ends at once, its close waits for both jobs to end
+    before it shuts down, once, and leaves no task running; the restarted Redis holds no in-progress mark but those
+    that expire as arq's do (the job whose end could not be recorded runs again once its mark expires)."""
+    shut_down: list[str] = []
+    started = {"quick": asyncio.Event(), "slow": asyncio.Event()}
+
+    async def quick(ctx: dict[str, Any]) -> None:
+        started["quick"].set()
+        await asyncio.sleep(3600)
+
+    async def slow(ctx: dict[str, Any]) -> None:
+        started["slow"].set()
+        try:
+            await asyncio.sleep(3600)
+        finally:  # its stop outlasts the outage
+            await asyncio.sleep(OUTAGE_SECONDS + 1)
+
+    async def shutdown(ctx: dict[str, Any]) -> None:
+        shut_down.append("ran")
+
+    with own_redis(tmp_path / "redis") as server:
+        direct = redis.asyncio.Redis(host="127.0.0.1", port=server.port)
+        pool = await create_pool(RedisSettings.from_dsn(server.url()))
+        for name in started:
+            await pool.enqueue_job(name, _job_id=name)
+        worker = ResilientWorker(functions=[func(quick, name="quick"), func(slow, name="slow")], redis_pool=pool,
+                                 handle_signals=False, on_shutdown=shutdown, poll_delay=0.01,
+                                 backoff_cap=1)  # fmt: skip
+        others = asyncio.all_tasks()
+        worker.main_task = running = asyncio.create_task(worker.main())
+        closing: asyncio.Task[None] | None = None
+        try:
+            async with asyncio.timeout(10):
+                await asyncio.gather(*(event.wait() for event in started.values()))
+            await direct.save()  # what a Redis that persists would come back with
+
+            # when Redis goes away, the worker is told to stop while it is away, and Redis is back within 10 s
+            server.stop()
+            stopped_at = time.monotonic()
+            await asyncio.sleep(1)
+            closing = asyncio.create_task(worker.close())  # as `newsagg worker` on SIGTERM: jobs and loop cancelled
+            done, _ = await asyncio.wait({running}, timeout=10)
+            assert done, "the loop went on after it was told to stop"
+            assert not closing.done(), "closed while a job was still stopping"
+            await asyncio.sleep(OUTAGE_SECONDS - (time.monotonic() - stopped_at))
+            server.start()
+
+            # then the close ends once both jobs have, after which the worker shut down, once, leaving no task
+            async with asyncio.timeout(30):
+                await closing
+            assert shut_down == ["ran"]
+            assert all(task.done() for task in worker.tasks.values())
+            assert asyncio.all_tasks() - others - {asyncio.current_task()} == set()
+            # and the restarted Redis holds the quick job's mark, to expire as arq's do, not the slow one's: its end
+            # was recorded once Redis was back
+            marks = {key: await direct.pttl(key) async for key in direct.scan_iter(f"{in_progress_key_prefix}*")}
+            assert list(marks) == [f"{in_progress_key_prefix}quick".encode()], marks
+            assert 0 < marks[f"{in_progress_key_prefix}quick".encode()] <= worker.in_progress_timeout_s * 1000
+            assert sorted(await direct.zrange(worker.queue_name, 0, -1)) == [b"quick", b"slow"]  # both run again
+        finally:
+            for task in (running, closing):
+                if task is not None:
+                    task.cancel()
+            await direct.aclose()

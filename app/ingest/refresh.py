@@ -214,9 +214,12 @@ async def _load_plan(db: AsyncEngine, source_id: int) -> _Plan | None:
 
 
 async def _as_it_is_now(connection: AsyncConnection, plan: _Plan) -> _Plan:
-    """The plan with the source's crawl state read again, its schedule row locked until commit: a push may have been
-    stored while a refresh fetched (a refresh holds its claim, a push takes none), or a poll while a push parsed, and
-    the outcome stored second builds on the first's counts rather than write back the state read before them."""
+    """The plan with the source's crawl state read again, its source and schedule rows locked until commit: a push may
+    have been stored while a refresh fetched (a refresh holds its claim, a push takes none), or a poll while a push
+    parsed, and the outcome stored second builds on the first's counts rather than write back the state read before
+    them. Taken first in the transaction: the stores of one source then queue here holding nothing, where locked after
+    their articles were inserted they deadlocked (two pushes inserting shared entries in another order; a push's
+    insert holding a key lock on the source row a refresh's feed move waits for, while it waits for the refresh)."""
     row = await sources.refresh_row(connection, plan.source.id, lock=True)
     return plan if row is None else replace(plan, state=_state_of(row))
 
@@ -309,6 +312,7 @@ async def _store_success(
     *,
     push: bool = False,
 ) -> RefreshOutcome:
+    plan = await _as_it_is_now(connection, plan)
     source = plan.source
     entries = parsed.entries if parsed else []
     rows = article_rows(source.id, entries)
@@ -317,7 +321,6 @@ async def _store_success(
     found = discover(fetched.links, parsed.links if parsed else {}, source.feed_url)
     new_published = [a.published_at for a in inserted]
     policy = CrawlPolicy.from_settings(settings)
-    plan = await _as_it_is_now(connection, plan)
     decision = None if push else _after_poll(settings, policy, plan, fetched, parsed, now, new_published)
     if decision is None:  # a push: its articles counted, the rest of the crawl state left to the polls
         schedule = _counted(after_push(plan.state, policy, now=now, new_published=new_published))

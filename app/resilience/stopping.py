@@ -8,8 +8,11 @@ from __future__ import annotations
 import asyncio
 
 
-def stop_if_told(error: BaseException) -> None:
-    """Raise CancelledError (from `error`) if the running task has been told to stop; return otherwise."""
+def stop_if_told(error: BaseException | None = None) -> None:
+    """Raise CancelledError (from `error`) if the running task has been told to stop; return otherwise. Without an
+    error: a stop a library dropped (Python 3.11's asyncio.wait_for returns a result that was ready as its task was
+    cancelled, and the cancellation is lost; redis-py sends every command through it when it has a socket timeout)
+    is still counted on the task, and raised here."""
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError from error

@@ -280,10 +280,12 @@ REFRESH_COLUMNS = (
 async def refresh_row(db: Executor, source_id: int, *, lock: bool = False) -> Any:
     """What a refresh needs of a source and its schedule, in one query. Read before a fetch, no lock is taken (the
     caller owns the source through its in-flight claim); read again to store a fetch's or a push's outcome, `lock`
-    holds the schedule row until commit, so that of two outcomes stored at once the second builds on the first."""
+    holds the source row, then the schedule row, until commit, so that of two outcomes stored at once the second builds
+    on the first. The source row first, as every transaction that takes both does (an administrator's change, a
+    merge, a removal)."""
     query = select(*REFRESH_COLUMNS).join(CrawlSchedule, CrawlSchedule.source_id == Source.id)
-    if lock:
-        query = query.with_for_update(of=CrawlSchedule)
+    if lock:  # not FOR UPDATE: other transactions' foreign keys to the source (its follows, a fetch log) do not wait
+        query = query.with_for_update(of=[Source, CrawlSchedule], key_share=True)
     return (await db.execute(query.where(Source.id == source_id))).first()
 
 

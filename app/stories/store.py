@@ -114,20 +114,36 @@ class ClusteringCache:
         self.revision: int | None = None  # the current batch's revision, when reserved with its ids
         self.saved_revision: int | None = None  # the revision of this copy's last save
         self.reads = 0  # how many times it read other workers' changes
+        self._counts_written = False  # whether the current transaction wrote the vocabulary counts
 
     @contextlib.asynccontextmanager
     async def locked(self, db: AsyncEngine) -> AsyncIterator[AsyncConnection]:
         """A transaction holding the clustering lock (taken in the round trip that begins it), on this copy's turn in
         the process (the jobs of one worker queue here, not on the lock, and hold no connection while they wait); if
-        it fails, this copy starts again."""
+        it fails, this copy starts again, still holding the vocabulary counts of the batches before it that it has not
+        written yet (their articles are in stories: nobody counts them again, and dropped, each PostgreSQL outage lost
+        up to VOCABULARY_FLUSH_ARTICLES articles' counts). The failed transaction's own counts go with it (its articles
+        are clustered, and counted, again), and so do all of them when its commit failed after it wrote them: it may
+        have committed, and counts written twice are no better than counts lost."""
         async with self._turn:
+            unwritten = self.state.observed.copy(), self.state.articles_observed
+            self._counts_written = committing = False
             try:
                 async with begin_with(db, CLUSTERING_LOCK.text) as connection:
                     yield connection
                     self.reserved, self.revision = set(), None  # a batch that saved nothing leaves none to the next
+                    committing = True
             except BaseException:
                 self.reset()
+                if not (committing and self._counts_written):
+                    self._still_counting(*unwritten)
                 raise
+
+    def _still_counting(self, observed: Counter[str], articles: int) -> None:
+        """The fresh copy holds counts observed and not written yet: catching up adds the table's to them."""
+        state = self.state
+        state.observed, state.articles_observed = observed, articles
+        state.frequencies, state.documents = observed.copy(), articles
 
     async def batch(self, connection: AsyncConnection, article_ids: Sequence[int], *, pending: int = 0,
                     ) -> list[Any]:  # fmt: skip
@@ -209,6 +225,7 @@ class ClusteringCache:
             await connection.execute(_SAVE_VOCABULARY, {"term": terms, "documents": [vocabulary[t] for t in terms],
                                                          "revision": revision})  # fmt: skip
             state.observed, state.articles_observed = Counter(), 0
+            self._counts_written = True
         changed = sorted(i for i in state.changed if i in state.stories)
         breaking = [state.stories[i] for i in changed if measure(state.stories[i], now, self.velocity_window)]
         retired = {i: state.resolve(i) for i in state.merged_into}
