@@ -20,6 +20,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from app.resilience.stopping import stop_if_told
 from app.settings import Settings
 from jobs.loop import ResilientWorker, queue_pool
+from jobs.worker import ArticleWorker
 from tests.test_redis_outage import own_redis
 
 
@@ -239,3 +240,30 @@ async def test_a_worker_told_to_stop_while_redis_is_down_ends_its_jobs_then_shut
                 if task is not None:
                     task.cancel()
             await direct.aclose()
+
+
+async def test_an_article_worker_stops_after_its_jobs_have_ended_not_before(settings: Settings) -> None:
+    """The crawl worker's own article loop (jobs/worker.py ArticleWorker): its jobs are told to stop and waited for
+    before its pool closes and the process's handles close after it; a job that was only told went on ending on its
+    own (its end recorded on a closed pool, its last writes on handles already closed)."""
+    queue, started, ended = f"{settings.queue_name}:article-stop", asyncio.Event(), []
+
+    async def fetching(ctx: dict[str, Any]) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            await asyncio.sleep(0.3)  # what a job does as it stops: its last write
+            ended.append(True)
+
+    pool = queue_pool(settings, queue)
+    articles = ArticleWorker(ResilientWorker(functions=[func(fetching, name="fetching")], redis_pool=pool,
+                                             handle_signals=False, poll_delay=0.05, queue_name=queue))  # fmt: skip
+    enqueuer = queue_pool(settings, queue)
+    try:
+        await enqueuer.enqueue_job("fetching")
+        await asyncio.wait_for(started.wait(), 10)
+        await asyncio.wait_for(articles.stop(), 10)
+        assert ended == [True], "the article worker stopped before its job had ended"
+    finally:
+        await enqueuer.aclose()
