@@ -17,7 +17,6 @@ from datetime import timedelta
 from typing import Any
 
 from arq import cron
-from arq.connections import ArqRedis
 from arq.cron import CronJob
 from arq.worker import Function, Worker, func
 
@@ -100,25 +99,25 @@ class ArticleWorker:
     """The article queue's worker inside a worker process: its own arq loop and job limit, sharing the process's
     handles (so one HTTP pool and one politeness serve both queues)."""
 
-    def __init__(self, worker: Worker, pool: ArqRedis) -> None:
-        self._worker, self._pool = worker, pool
+    def __init__(self, worker: Worker) -> None:
+        self._worker = worker
         self._task = asyncio.create_task(worker.main(), name="article-worker")
 
     @classmethod
     async def start(cls, settings: Settings, shared: dict[str, Any]) -> ArticleWorker:
         pool = queue_pool(settings, settings.article_queue_name)
         handles = {key: shared[key] for key in ("settings", "services", "http", "politeness")}
-        return cls(create_article_worker(settings, redis_pool=pool, ctx=handles, on_startup=None, on_shutdown=None),
-                   pool)  # fmt: skip
+        return cls(create_article_worker(settings, redis_pool=pool, ctx=handles, on_startup=None, on_shutdown=None))
 
     async def stop(self) -> None:
+        """Its loop stopped, then its jobs told to stop and waited for before its pool closes (the worker's close,
+        jobs/loop.py: a job still ending would otherwise record its end on a closed pool, or outlive the process's
+        handles, which the crawl worker closes next)."""
         close_extraction_pool()
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        for job in self._worker.tasks.values():
-            job.cancel()
-        await self._pool.aclose()
+        await self._worker.close()
 
 
 async def _article_startup(ctx: dict[str, Any]) -> None:

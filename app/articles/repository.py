@@ -58,7 +58,9 @@ async def insert_new(session: Executor, rows: Sequence[NewArticle]) -> list[Inse
             by_identity[(row.source_id, row.external_id)] = row
             if row.url is not None:
                 seen_urls.add(row.url)
-    unique = list(by_identity.values())
+    # in one order of their URLs: stores of two sources inserting the same URLs (a wire story in both feeds) then
+    # wait for each other's rows in turn, never crosswise (a deadlock, one store aborted); ids follow that order
+    unique = sorted(by_identity.values(), key=lambda row: (row.url is None, row.url or ""))
     columns = {name: [getattr(row, name) for row in unique] for name in _COLUMNS}
     result = await session.execute(_INSERT_NEW, columns)
     return sorted((InsertedArticle(r.id, r.published_at, r.external_id) for r in result), key=lambda a: a.id)

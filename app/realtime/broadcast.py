@@ -155,6 +155,7 @@ class Broadcaster:
         """Delivers messages until the connection fails or Redis stays silent through a PING."""
         pinged = False
         while True:
+            stop_if_told()  # a stop a bounded call dropped (app/resilience/stopping.py) would leave it listening
             message = await self._pubsub.get_message(timeout=self._liveness)
             if message is not None:
                 pinged = False
