@@ -3,8 +3,10 @@ rare terms unseen for long forgotten by retention."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import insert, select, update
 
 from app.articles.models import Article
@@ -85,3 +87,24 @@ async def test_rare_terms_unseen_for_long_are_forgotten(services: Services, sett
     assert (await count_due(services.engine, forever, now + timedelta(days=999)))["vocabulary"] is None
     later = await prune(services.engine, settings, now + timedelta(days=90))
     assert later.deleted["vocabulary"] == 1  # "lately", now unseen for 91 days
+
+
+async def test_a_failed_clustering_transaction_takes_back_its_own_counts_and_keeps_the_earlier_unwritten_ones(
+    services: Services,
+) -> None:
+    """A worker writes its vocabulary counts every VOCABULARY_FLUSH_ARTICLES articles. A transaction that fails (here
+    the batch raises; PostgreSQL gone does the same) takes back the words its own articles added, which are clustered
+    and counted again, and keeps those of the batches before it, whose articles are in stories already."""
+    cache = ClusteringCache()
+    async with cache.locked(services.engine):
+        cache.state.observe(["alpha", "beta"])  # an earlier batch, committed, its counts not written yet
+
+    async def failing_batch() -> None:
+        async with cache.locked(services.engine):
+            cache.state.observe(["beta", "gamma"])
+            raise RuntimeError("the batch failed")
+
+    with pytest.raises(RuntimeError):
+        await failing_batch()
+    assert (cache.state.observed, cache.state.articles_observed) == (Counter({"alpha": 1, "beta": 1}), 1)
+    assert cache.state.frequencies == Counter({"alpha": 1, "beta": 1})

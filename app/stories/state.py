@@ -100,6 +100,9 @@ class StoryState:
     # what changed since it was last saved, for whoever persists the state
     observed: Counter[str] = field(default_factory=Counter)
     articles_observed: int = 0
+    # the words observed since a worker's transaction began (ClusteringCache.locked), each article's list of them:
+    # what a failed transaction takes back from `observed`; None where nothing is taken back (clustering in memory)
+    journal: list[list[str]] | None = None
     changed: set[int] = field(default_factory=set)
     placed: dict[int, int] = field(default_factory=dict)  # article id -> story id
     since_merge: set[int] = field(default_factory=set)  # stories changed since the last merge pass
@@ -130,6 +133,8 @@ class StoryState:
         self.observed.update(words)
         self.documents += 1
         self.articles_observed += 1
+        if self.journal is not None:
+            self.journal.append(words)
 
     def idf(self, word: str) -> float:
         return math.log((self.documents + 1) / (self.frequencies.get(word, 0) + 1)) + 1

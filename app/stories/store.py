@@ -126,21 +126,30 @@ class ClusteringCache:
         are clustered, and counted, again), and so do all of them when its commit failed after it wrote them: it may
         have committed, and counts written twice are no better than counts lost."""
         async with self._turn:
-            unwritten = self.state.observed.copy(), self.state.articles_observed
-            self._counts_written = committing = False
+            # no copy of the counts (thousands of terms, on every batch): the transaction's own words are journaled
+            observed, articles = self.state.observed, self.state.articles_observed
+            self.state.journal, self._counts_written, committing = [], False, False
             try:
                 async with begin_with(db, CLUSTERING_LOCK.text) as connection:
                     yield connection
                     self.reserved, self.revision = set(), None  # a batch that saved nothing leaves none to the next
                     committing = True
             except BaseException:
+                journal = self.state.journal or []
                 self.reset()
                 if not (committing and self._counts_written):
-                    self._still_counting(*unwritten)
+                    self._still_counting(observed, articles, journal)
                 raise
+            finally:
+                self.state.journal = None
 
-    def _still_counting(self, observed: Counter[str], articles: int) -> None:
-        """The fresh copy holds counts observed and not written yet: catching up adds the table's to them."""
+    def _still_counting(self, observed: Counter[str], articles: int, journal: list[list[str]]) -> None:
+        """The fresh copy holds counts observed and not written yet: `observed` as the failed transaction began (the
+        same Counter, which its articles' words, `journal`, were added to since), `articles` of them. Catching up adds
+        the table's to them."""
+        for words in journal:
+            observed.subtract(words)
+        observed = +observed  # terms only the failed transaction had are gone
         state = self.state
         state.observed, state.articles_observed = observed, articles
         state.frequencies, state.documents = observed.copy(), articles
