@@ -114,7 +114,6 @@ class ClusteringCache:
         self.revision: int | None = None  # the current batch's revision, when reserved with its ids
         self.saved_revision: int | None = None  # the revision of this copy's last save
         self.reads = 0  # how many times it read other workers' changes
-        self._counts_written = False  # whether the current transaction wrote the vocabulary counts
 
     @contextlib.asynccontextmanager
     async def locked(self, db: AsyncEngine) -> AsyncIterator[AsyncConnection]:
@@ -128,16 +127,16 @@ class ClusteringCache:
         async with self._turn:
             # no copy of the counts (thousands of terms, on every batch): the transaction's own words are journaled
             observed, articles = self.state.observed, self.state.articles_observed
-            self.state.journal, self._counts_written, committing = [], False, False
+            self.state.journal, committing = [], False
             try:
                 async with begin_with(db, CLUSTERING_LOCK.text) as connection:
                     yield connection
                     self.reserved, self.revision = set(), None  # a batch that saved nothing leaves none to the next
                     committing = True
             except BaseException:
-                journal = self.state.journal or []
+                journal, written = self.state.journal or [], self.state.observed is not observed  # save starts anew
                 self.reset()
-                if not (committing and self._counts_written):
+                if not (committing and written):
                     self._still_counting(observed, articles, journal)
                 raise
             finally:
@@ -233,8 +232,7 @@ class ClusteringCache:
             terms = sorted(vocabulary)
             await connection.execute(_SAVE_VOCABULARY, {"term": terms, "documents": [vocabulary[t] for t in terms],
                                                          "revision": revision})  # fmt: skip
-            state.observed, state.articles_observed = Counter(), 0
-            self._counts_written = True
+            state.observed, state.articles_observed = Counter(), 0  # a new Counter: `locked` tells it was written
         changed = sorted(i for i in state.changed if i in state.stories)
         breaking = [state.stories[i] for i in changed if measure(state.stories[i], now, self.velocity_window)]
         retired = {i: state.resolve(i) for i in state.merged_into}
