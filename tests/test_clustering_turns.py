@@ -39,3 +39,39 @@ async def test_a_job_cancelled_while_waiting_leaves_the_copy_to_the_job_whose_tu
     async with services.engine.connect() as connection:
         assert await connection.scalar(text("SELECT count(*) FROM articles WHERE cluster_id = :s"),
                                        {"s": fed_story}) == 4  # fmt: skip
+
+
+async def test_jobs_in_flight_cluster_each_article_once_taking_along_what_waits(services: Services,
+                                                                               settings: Settings) -> None:  # fmt: skip
+    """Twenty jobs at once on one worker's copy, the first ones taking along (`pending`) the articles of later ones:
+    every article ends in one story, counted once."""
+    cache = ClusteringCache()
+    titles = [f"{word} {n}" for n in range(20) for word in (FED[n % 3], APPLE[n % 3])]
+    ids = await stored(services, settings, titles)
+    async with services.engine.begin() as connection:  # understood: waiting, a batch before theirs may take them
+        await connection.execute(text("UPDATE articles SET simhash = 1 WHERE id = ANY(:ids)"), {"ids": ids})
+    jobs = [cluster_articles(services.engine, ids[k : k + 2], cache, pending=7) for k in range(0, len(ids), 2)]
+    placed: dict[int, int] = {}
+    results = await asyncio.gather(*jobs)
+    assert max(map(len, results)) > 2  # a batch took along later jobs' articles
+    for result in results:
+        assert not placed.keys() & result.keys()  # no article placed by two jobs
+        placed |= result
+    assert placed.keys() == set(ids)
+    async with services.engine.connect() as connection:
+        counts = dict((await connection.execute(text(
+            "SELECT s.id, s.article_count FROM story_clusters s WHERE s.merged_into_id IS NULL AND s.article_count > 0"
+        ))).all())  # fmt: skip
+        stored_in = dict(
+            (
+                await connection.execute(
+                    text("SELECT cluster_id, count(*) FROM articles WHERE id = ANY(:ids) GROUP BY cluster_id"),
+                    {"ids": ids},
+                )
+            ).all()
+        )
+    assert counts == stored_in  # each story counts its articles once
+    fed = {placed[i] for i, title in zip(ids, titles, strict=True) if "Plosser" in title}
+    apple = {placed[i] for i, title in zip(ids, titles, strict=True) if "Apple" in title}
+    assert len(fed) == len(apple) == 1
+    assert fed != apple
