@@ -157,11 +157,9 @@ class _Page:
     (none stored since is among its matches: the pages walk one set, and new matches do not push older ones out of
     the newest `candidates` that PostgreSQL ranks, nor shift Meilisearch's offsets).
 
-    A page starts after the previous page's last hit (`after`, a position in PostgreSQL's order), not at an offset:
-    an article's id is taken before its transaction commits, so an article with an id under `newest_id` can commit
-    after the first page, and at an offset it would shift every later hit by one (a hit shown twice, or one never
-    shown). After a position it is shown or not, and nothing else moves. A page Meilisearch answered carries no
-    position (its ranking cannot be resumed from one), and its next page goes by `offset`."""
+    A page starts after the previous page's last hit (`after`, a position in PostgreSQL's order: `SearchPosition`
+    says why), not at an offset. A page Meilisearch answered carries no position (its ranking cannot be resumed from
+    one), and its next page goes by `offset`."""
 
     offset: int
     corrected: str | None

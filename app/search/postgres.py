@@ -20,10 +20,9 @@ recent, and an older article of such a word is reached by narrowing the search (
 rather than by paging past a thousand hits. The pages of one search walk one set: its query names the newest
 article of its first page (`newest_id`, set by app/search/service.py) and `now` is that page's moment. The body's
 matches follow (newest first, up to `candidates` too), each with an extract of the body in place of the summary's.
-A later page starts after the previous one's last hit (`SearchQuery.after`: its tier, score or publication time,
-and id), not at an offset: an article whose id is under `newest_id` but whose transaction commits after the first
-page (ids are taken before commit) is then shown or not, and moves no other hit. An offset is still taken, for the
-page after one Meilisearch answered; one past the title and summary's hits is an offset into the body's.
+A later page starts after the previous one's last hit (`SearchQuery.after`, app/search/query.py's
+`SearchPosition` says why), not at an offset. An offset is still taken, for the page after one Meilisearch
+answered; one past the title and summary's hits is an offset into the body's.
 
 A short query (up to 3 words, no operators) that matches nothing has its unknown or rare words corrected from the
 words of titles they could be typos of (app/search/terms.py: "ukriane" → "ukraine", but never "ukraine" → "maine")

@@ -35,9 +35,10 @@ class SearchUnavailable(RuntimeError):
 class SearchPosition:
     """Where a PostgreSQL hit stands in its search's order: its tier, what the tier sorts by (the score; the
     publication time in date order, and always in the body's tier) and its id, the tie-break. A later page asks for
-    the hits after it, not for those past an offset: an article that commits between pages with an id under the
-    first page's newest (ids are taken before commit) then lands before or after that hit, and is shown or not,
-    but moves no other hit from one page to the next."""
+    the hits after it, not for those past an offset: an article's id is taken before its transaction commits, so one
+    with an id under the first page's newest (`SearchQuery.newest_id`) can commit between pages. Past an offset it
+    would shift every later hit by one (a hit shown twice, or one never shown); after a position it lands before or
+    after that hit, and is shown or not, but moves no other hit from one page to the next."""
 
     tier: int  # TITLE_TIER or BODY_TIER
     value: float | datetime
