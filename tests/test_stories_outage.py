@@ -1,5 +1,5 @@
-"""PostgreSQL gone for ten seconds under the story merge pass and under the vocabulary's retention, as the worker runs
-them (its cron jobs, reaching PostgreSQL through a TCP proxy that can be cut): each run fails as an outage (raised for
+"""PostgreSQL gone for ten seconds under a clustering batch, the story merge pass and the vocabulary's retention, as
+the worker runs them (its cron jobs, reaching PostgreSQL through a TCP proxy that can be cut): each run fails as an outage (raised for
 arq to log, counted), the merge pass's mark stays where the last pass that committed left it, so the next pass merges
 what changed before the outage, the worker's copy of the stories agrees with PostgreSQL after it, and vocabulary counts
 are neither lost nor counted twice."""
@@ -28,7 +28,7 @@ from jobs.worker import worker_options
 from tests.newsroom import two_stories_of_one_event
 from tests.test_ingest_outages import CutProxy
 from tests.test_refresh_outage import OUTAGE_SECONDS, through, until_waiting
-from tests.test_stories_ingest import APPLE, stored
+from tests.test_stories_ingest import APPLE, FED, stored
 
 Job = Callable[[dict[str, Any]], Awaitable[Any]]
 MARK_HELD = "SELECT * FROM story_merge_passes FOR UPDATE"  # a merge pass records its mark there, under the lock
@@ -165,3 +165,27 @@ async def test_a_vocabulary_retention_cut_off_by_postgresql_forgets_rare_terms_o
     assert await retention(ctx) == RARE
     assert await vocabulary(services) == {term: documents for term, (documents, _) in KEPT.items()}
     assert await retention(ctx) == 0
+
+
+async def test_a_clustering_batch_cut_off_mid_save_counts_its_words_once_and_keeps_the_earlier_unwritten_ones(
+    services: Services, settings: Settings, postgres_proxy: CutProxy, worker: Services
+) -> None:
+    # given a worker that clustered three articles (their vocabulary counts not yet written)
+    cache = ClusteringCache()
+    fed = await stored(services, settings, FED)
+    await cluster_articles(worker.engine, fed, cache)
+    apple = await stored(services, settings, APPLE, start=10)
+
+    # when PostgreSQL goes away while the next batch, its words observed, waits to place its articles
+    held = f"SELECT id FROM articles WHERE id IN ({', '.join(map(str, apple))}) FOR UPDATE"
+    cut_at = await cut_while_waiting(services, postgres_proxy, held, cluster_articles(worker.engine, apple, cache))
+    assert cache.state.articles_observed == len(FED)  # the failed batch's words taken back, the earlier ones kept
+    await back_after_outage(postgres_proxy, cut_at)
+
+    # then the batch is clustered again, and every article is counted once
+    placed = await cluster_articles(worker.engine, apple, cache, flush_vocabulary=True)
+    assert set(placed) == set(apple)
+    counted = await vocabulary(services)
+    assert counted[TOTAL] == len(FED) + len(APPLE)
+    assert counted["appl"] == len(APPLE)  # "Apple", in its matching form, in each of the three headlines
+    assert counted["plosser"] == len(FED)

@@ -3,21 +3,28 @@ rare terms unseen for long forgotten by retention."""
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import insert, select, update
+from sqlalchemy import text as text_
 
 from app.articles.models import Article
+from app.articles.repository import NewArticle, insert_new
 from app.retention.service import count_due, prune
 from app.services import Services
 from app.settings import Settings
+from app.sources.service import SourceRequest, create_source
 from app.stories.clustering import article_terms
 from app.stories.models import StoryVocabulary
 from app.stories.service import cluster_articles
 from app.stories.state import TERM_LENGTH
 from app.stories.store import TOTAL, ClusteringCache
+from jobs.stories import CLUSTER_PENDING
+from tests.test_refresh_outage import until_waiting
 from tests.test_stories_ingest import FED, stored
 
 # Two words (a German compound and its plural-like twin) alike in their first 64 characters and more
@@ -108,3 +115,45 @@ async def test_a_failed_clustering_transaction_takes_back_its_own_counts_and_kee
         await failing_batch()
     assert (cache.state.observed, cache.state.articles_observed) == (Counter({"alpha": 1, "beta": 1}), 1)
     assert cache.state.frequencies == Counter({"alpha": 1, "beta": 1})
+
+
+async def test_a_cancelled_batch_of_the_largest_size_and_longest_texts_takes_back_exactly_its_words(
+    services: Services, settings: Settings
+) -> None:
+    """A batch as large as a job takes (CLUSTER_PENDING articles), each at the longest title and summary ingest keeps,
+    every word of them new (some 300,000 terms): cancelled while it waits to place its articles (arq's job timeout),
+    it leaves the worker's earlier unwritten counts as they were; run again, it counts each word once."""
+    rng = random.Random(19)
+    cache = ClusteringCache()
+    earlier = await stored(services, settings, FED)
+    await cluster_articles(services.engine, earlier, cache)
+
+    def text(limit: int) -> str:
+        words = []
+        while sum(map(len, words)) + len(words) < limit - 9:
+            words.append("".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(8)))
+        return " ".join(words)
+
+    async with services.db.begin() as session:
+        source = await create_source(session, settings, SourceRequest(feed_url="http://127.0.0.1:9/words", name="W"))
+        rows = [NewArticle(source.id, f"w{k}", f"https://w.example/{k}", text(settings.title_max_chars),
+                           text(settings.summary_max_chars), None, datetime.now(UTC), k)
+                for k in range(CLUSTER_PENDING)]  # fmt: skip
+        ids = [a.id for a in await insert_new(session, rows)]
+    async with services.engine.connect() as holder:  # one of its articles locked: the batch waits to place them
+        await holder.execute(text_("SELECT id FROM articles WHERE id = :id FOR UPDATE"), {"id": ids[-1]})
+        job = asyncio.create_task(cluster_articles(services.engine, ids, cache))
+        await until_waiting(services.engine, 1)
+        job.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        await holder.rollback()
+    assert cache.state.articles_observed == len(FED)
+    assert sum(cache.state.observed.values()) == sum(len(article_terms(t, "", None)) for t in FED)
+
+    placed = await cluster_articles(services.engine, ids, cache, flush_vocabulary=True)
+    assert set(placed) == set(ids)
+    async with services.db() as session:
+        counts = dict((await session.execute(select(StoryVocabulary.term, StoryVocabulary.documents))).all())
+    assert counts[TOTAL] == len(FED) + CLUSTER_PENDING
+    assert all(counts[term] == 1 for term in article_terms(rows[0].title, rows[0].summary, None))
